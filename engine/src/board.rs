@@ -1,0 +1,241 @@
+//! The 15x15 board: premium layout (read from a file), tiles, and the cross-sets kept per square.
+//!
+//! Everything is stored twice, once per direction, so that every lane (a row for horizontal
+//! plays, a column for vertical ones) is a contiguous slice: `[dir][lane * DIM + pos]`.
+//! Invariant: after every `place`, `cross[d]`/`cross_score[d]` of every empty square equal what
+//! a full recomputation would give (only the lanes the move touched are recomputed).
+
+use crate::error::{DataError, Located};
+use crate::lexicon::Kwg;
+use crate::tiles::{letter_of, Distribution};
+use std::path::Path;
+
+pub const DIM: usize = 15;
+pub const SQUARES: usize = DIM * DIM;
+
+/// Direction of a play: `0` across (horizontal), `1` down (vertical).
+pub type Dir = usize;
+pub const ACROSS: Dir = 0;
+pub const DOWN: Dir = 1;
+
+/// Index of (lane, pos) in direction `dir`, and the same square seen from the other direction
+/// is `idx(lane=pos, pos=lane)`.
+#[inline]
+pub fn idx(lane: usize, pos: usize) -> usize {
+    lane * DIM + pos
+}
+
+/// Letter and word multipliers of every square, and the start square.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    pub letter_mult: [[u8; SQUARES]; 2],
+    pub word_mult: [[u8; SQUARES]; 2],
+    /// (row, col) of the square the first play must cover.
+    pub start: (usize, usize),
+}
+
+impl Layout {
+    /// Parse the layout format: one row of 15 characters per board line; `=` triple word,
+    /// `-` double word, `"` triple letter, `'` double letter, `*` start (double word), `.` plain.
+    pub fn parse(text: &str, source: &str) -> Result<Self, DataError> {
+        let mut lm = [[1u8; SQUARES]; 2];
+        let mut wm = [[1u8; SQUARES]; 2];
+        let mut start = None;
+        let mut row = 0;
+        for (i, raw) in text.lines().enumerate() {
+            let at = Located::new(source, i + 1);
+            let line = raw.trim_end();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if row == DIM {
+                return Err(at.err(format!("more than {DIM} rows")));
+            }
+            if line.chars().count() != DIM {
+                return Err(at.err(format!("row has {} squares, expected {DIM}", line.chars().count())));
+            }
+            for (col, c) in line.chars().enumerate() {
+                let (l, w) = match c {
+                    '.' => (1, 1),
+                    '\'' => (2, 1),
+                    '"' => (3, 1),
+                    '-' => (1, 2),
+                    '=' => (1, 3),
+                    '*' => {
+                        if start.replace((row, col)).is_some() {
+                            return Err(at.err("more than one start square `*`"));
+                        }
+                        (1, 2)
+                    }
+                    _ => return Err(at.err(format!("unknown square `{c}`"))),
+                };
+                lm[ACROSS][idx(row, col)] = l;
+                wm[ACROSS][idx(row, col)] = w;
+                lm[DOWN][idx(col, row)] = l;
+                wm[DOWN][idx(col, row)] = w;
+            }
+            row += 1;
+        }
+        if row != DIM {
+            return Err(DataError::new(source, format!("{row} rows, expected {DIM}")));
+        }
+        let start = start.ok_or_else(|| DataError::new(source, "no start square `*`"))?;
+        Ok(Self { letter_mult: lm, word_mult: wm, start })
+    }
+
+    pub fn load(path: &Path) -> Result<Self, DataError> {
+        Self::parse(&crate::error::read_text(path)?, &path.display().to_string())
+    }
+
+    /// The standard layout shipped in `lexica/standard15.layout`.
+    pub fn standard() -> Self {
+        Self::parse(include_str!("../../lexica/standard15.layout"), "lexica/standard15.layout")
+            .expect("shipped layout parses")
+    }
+
+    /// Whether (row, col) is a letter premium (double or triple letter).
+    pub fn is_letter_premium(&self, row: usize, col: usize) -> bool {
+        self.letter_mult[ACROSS][idx(row, col)] > 1
+    }
+}
+
+/// Tiles on the board and the cross-sets derived from them.
+#[derive(Clone, Debug)]
+pub struct Board {
+    /// `tiles[dir][idx(lane, pos)]`: 0 = empty, else a board tile.
+    tiles: [[u8; SQUARES]; 2],
+    /// Letters allowed on an empty square by the perpendicular word when playing along `dir`.
+    cross: [[u64; SQUARES]; 2],
+    /// Sum of the perpendicular word's existing tile scores, or -1 when no perpendicular word
+    /// would be formed.
+    cross_score: [[i16; SQUARES]; 2],
+    tile_count: usize,
+}
+
+impl Board {
+    pub fn new() -> Self {
+        Self { tiles: [[0; SQUARES]; 2], cross: [[!0; SQUARES]; 2], cross_score: [[-1; SQUARES]; 2], tile_count: 0 }
+    }
+
+    #[inline]
+    pub fn at(&self, row: usize, col: usize) -> u8 {
+        self.tiles[ACROSS][idx(row, col)]
+    }
+    /// The tiles of one lane.
+    #[inline]
+    pub fn lane_tiles(&self, dir: Dir, lane: usize) -> &[u8] {
+        &self.tiles[dir][lane * DIM..lane * DIM + DIM]
+    }
+    #[inline]
+    pub fn lane_cross(&self, dir: Dir, lane: usize) -> &[u64] {
+        &self.cross[dir][lane * DIM..lane * DIM + DIM]
+    }
+    #[inline]
+    pub fn lane_cross_score(&self, dir: Dir, lane: usize) -> &[i16] {
+        &self.cross_score[dir][lane * DIM..lane * DIM + DIM]
+    }
+    pub fn is_empty(&self) -> bool {
+        self.tile_count == 0
+    }
+    pub fn tile_count(&self) -> usize {
+        self.tile_count
+    }
+
+    /// Put a tile without updating cross-sets (for bulk loading; call `recompute_all` after).
+    pub fn set(&mut self, row: usize, col: usize, tile: u8) {
+        let was = self.tiles[ACROSS][idx(row, col)];
+        self.tiles[ACROSS][idx(row, col)] = tile;
+        self.tiles[DOWN][idx(col, row)] = tile;
+        self.tile_count = self.tile_count + (tile != 0) as usize - (was != 0) as usize;
+    }
+
+    /// Place tiles along `dir` in `lane` from `start` (0 = square already occupied) and update
+    /// the cross-sets of the lanes they touch.
+    pub fn place(&mut self, dir: Dir, lane: usize, start: usize, tiles: &[u8], kwg: &Kwg, dist: &Distribution) {
+        for (k, &t) in tiles.iter().enumerate() {
+            if t != 0 {
+                let (row, col) = if dir == ACROSS { (lane, start + k) } else { (start + k, lane) };
+                self.set(row, col, t);
+                // The perpendicular lane through this square changed.
+                self.recompute_lane(1 - dir, start + k, kwg, dist);
+            }
+        }
+        self.recompute_lane(dir, lane, kwg, dist);
+    }
+
+    pub fn recompute_all(&mut self, kwg: &Kwg, dist: &Distribution) {
+        for dir in [ACROSS, DOWN] {
+            for lane in 0..DIM {
+                self.recompute_lane(dir, lane, kwg, dist);
+            }
+        }
+    }
+
+    /// Recompute the cross-sets that words along (`dir`, `lane`) impose on plays in the other
+    /// direction, i.e. `cross[1 - dir]` of this lane's squares.
+    fn recompute_lane(&mut self, dir: Dir, lane: usize, kwg: &Kwg, dist: &Distribution) {
+        let other = 1 - dir;
+        let tiles = &self.tiles[dir][lane * DIM..lane * DIM + DIM];
+        for pos in 0..DIM {
+            let sq = idx(pos, lane);
+            if tiles[pos] != 0 {
+                self.cross[other][sq] = 0;
+                self.cross_score[other][sq] = -1;
+                continue;
+            }
+            let mut lo = pos;
+            while lo > 0 && tiles[lo - 1] != 0 {
+                lo -= 1;
+            }
+            let mut hi = pos + 1;
+            while hi < DIM && tiles[hi] != 0 {
+                hi += 1;
+            }
+            if lo == pos && hi == pos + 1 {
+                self.cross[other][sq] = !0;
+                self.cross_score[other][sq] = -1;
+                continue;
+            }
+            let (prefix, suffix) = (&tiles[lo..pos], &tiles[pos + 1..hi]);
+            let score: i32 = prefix.iter().chain(suffix).map(|&t| dist.score(t)).sum();
+            self.cross[other][sq] = cross_set(kwg, prefix, suffix);
+            self.cross_score[other][sq] = score as i16;
+        }
+    }
+
+    /// Lanes/tiles as CGP-like rows, for debugging and tests.
+    pub fn rows(&self) -> impl Iterator<Item = &[u8]> {
+        self.tiles[ACROSS].chunks_exact(DIM)
+    }
+}
+
+impl Default for Board {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Letters `x` such that `prefix x suffix` is a word.
+fn cross_set(kwg: &Kwg, prefix: &[u8], suffix: &[u8]) -> u64 {
+    let mut list = kwg.dawg_root();
+    for &t in prefix {
+        match kwg.child(list, letter_of(t)) {
+            Some(n) => list = kwg.arc(n),
+            None => return 0,
+        }
+    }
+    let mut set = 0u64;
+    'letters: for n in kwg.siblings(list) {
+        let mut node = n;
+        for &t in suffix {
+            match kwg.child(kwg.arc(node), letter_of(t)) {
+                Some(m) => node = m,
+                None => continue 'letters,
+            }
+        }
+        if kwg.accepts(node) {
+            set |= 1 << kwg.tile(n);
+        }
+    }
+    set
+}

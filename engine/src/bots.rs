@@ -1,0 +1,168 @@
+//! Bots: a `Player` picks a move for the player on turn. Bots are values built from a spec
+//! string (`greedy`, `static`, `softmax:t=1.0,bag=60`) so that experiments can name them.
+
+use crate::game::Game;
+use crate::leaves::{Klv, RackLeaves};
+use crate::movegen::{Ctx, Generator, Mode, Request};
+use crate::moves::Move;
+use crate::rng::Rng;
+use std::fmt;
+use std::sync::Arc;
+
+/// Penalty (millipoints) per vowel placed beside a letter premium on the opening move.
+pub const OPENING_VOWEL_PENALTY: i32 = 700;
+
+pub trait Player: Send {
+    /// Choose a move for the player on turn. `rng` is this bot's own seeded stream.
+    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, rng: &mut Rng) -> Move;
+}
+
+/// A bot by name and parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BotSpec {
+    /// Highest score.
+    Greedy,
+    /// Highest static equity: score + leave, with opening and endgame adjustments.
+    Static,
+    /// Samples moves with probability proportional to `exp(equity / t)` while the bag holds
+    /// more than `bag` tiles; plays like `Static` after.
+    Softmax { t: f64, bag: usize },
+}
+
+impl BotSpec {
+    pub fn parse(s: &str) -> Result<Self, crate::DataError> {
+        Self::parse_spec(s).map_err(|m| crate::DataError::new("bot", m))
+    }
+
+    fn parse_spec(s: &str) -> Result<Self, String> {
+        let (name, params) = s.split_once(':').unwrap_or((s, ""));
+        let mut kv = Vec::new();
+        for p in params.split(',').filter(|p| !p.is_empty()) {
+            let (k, v) = p.split_once('=').ok_or_else(|| format!("bot `{s}`: parameter `{p}` is not `key=value`"))?;
+            kv.push((k.trim(), v.trim()));
+        }
+        let unknown = |k: &str| Err(format!("bot `{s}`: unknown parameter `{k}`"));
+        match name {
+            "greedy" | "static" => match kv.first() {
+                Some((k, _)) => unknown(k),
+                None => Ok(if name == "greedy" { BotSpec::Greedy } else { BotSpec::Static }),
+            },
+            "softmax" => {
+                let (mut t, mut bag) = (1.0, 60);
+                for (k, v) in kv {
+                    match k {
+                        "t" => t = v.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| format!("bot `{s}`: t must be a number >= 0"))?,
+                        "bag" => bag = v.parse().map_err(|_| format!("bot `{s}`: bag must be a tile count"))?,
+                        k => return unknown(k),
+                    }
+                }
+                Ok(BotSpec::Softmax { t, bag })
+            }
+            _ => Err(format!("unknown bot `{name}` (known: greedy, static, softmax:t=T,bag=N)")),
+        }
+    }
+
+    /// Whether the bot needs a leave table.
+    pub fn uses_leaves(&self) -> bool {
+        !matches!(self, BotSpec::Greedy)
+    }
+
+    pub fn build(&self, leaves: Option<Arc<Klv>>) -> Box<dyn Player> {
+        match *self {
+            BotSpec::Greedy => Box::new(Greedy),
+            BotSpec::Static => Box::new(StaticBot { leaves }),
+            BotSpec::Softmax { t, bag } => Box::new(Softmax { eval: StaticBot { leaves }, t, bag }),
+        }
+    }
+}
+
+impl fmt::Display for BotSpec {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            BotSpec::Greedy => write!(f, "greedy"),
+            BotSpec::Static => write!(f, "static"),
+            BotSpec::Softmax { t, bag } => write!(f, "softmax:t={t},bag={bag}"),
+        }
+    }
+}
+
+fn request<'a>(game: &'a Game, leaves: &'a RackLeaves, penalty: i32) -> Request<'a> {
+    Request {
+        board: &game.board,
+        rack: &game.racks[game.on_turn],
+        leaves,
+        can_exchange: game.bag.len() >= crate::game::MIN_BAG_TO_EXCHANGE,
+        opening_vowel_penalty: penalty,
+    }
+}
+
+pub struct Greedy;
+
+impl Player for Greedy {
+    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, _rng: &mut Rng) -> Move {
+        let leaves = RackLeaves::new(&game.racks[game.on_turn], |_| 0);
+        mg.generate(ctx, &request(game, &leaves, 0), Mode::Best(1))[0]
+    }
+}
+
+pub struct StaticBot {
+    leaves: Option<Arc<Klv>>,
+}
+
+impl StaticBot {
+    pub fn new(leaves: Option<Arc<Klv>>) -> Self {
+        Self { leaves }
+    }
+
+    /// Leave values for the player on turn: the table's values while tiles remain to be drawn;
+    /// with the bag empty, going out earns twice the opponent's rack and every kept tile costs
+    /// twice its value.
+    pub fn rack_leaves(&self, ctx: Ctx, game: &Game) -> RackLeaves {
+        let rack = &game.racks[game.on_turn];
+        if game.bag.is_empty() {
+            let opp = Game::rack_value(ctx.dist, &game.racks[1 - game.on_turn]);
+            RackLeaves::new(rack, |kept| if kept.is_empty() { 2000 * opp } else { -2000 * Game::rack_value(ctx.dist, kept) })
+        } else {
+            let klv = self.leaves.as_deref();
+            RackLeaves::new(rack, |kept| match klv {
+                Some(k) if !kept.is_empty() && kept.len() < crate::movegen::RACK_SIZE => (k.value(kept) as f64 * 1000.0).round() as i32,
+                _ => 0,
+            })
+        }
+    }
+}
+
+impl Player for StaticBot {
+    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, _rng: &mut Rng) -> Move {
+        let leaves = self.rack_leaves(ctx, game);
+        mg.generate(ctx, &request(game, &leaves, OPENING_VOWEL_PENALTY), Mode::Best(1))[0]
+    }
+}
+
+pub struct Softmax {
+    eval: StaticBot,
+    t: f64,
+    bag: usize,
+}
+
+impl Player for Softmax {
+    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, rng: &mut Rng) -> Move {
+        if game.bag.len() <= self.bag || self.t == 0.0 {
+            return self.eval.choose(ctx, game, mg, rng);
+        }
+        let leaves = self.eval.rack_leaves(ctx, game);
+        let moves = mg.generate(ctx, &request(game, &leaves, OPENING_VOWEL_PENALTY), Mode::All);
+        // Moves arrive best first in a fixed order, so the draw below is reproducible.
+        let best = moves[0].equity as f64;
+        let weight = |m: &Move| ((m.equity as f64 - best) / (1000.0 * self.t)).exp();
+        let total: f64 = moves.iter().map(weight).sum();
+        let mut x = rng.unit() * total;
+        for m in moves {
+            x -= weight(m);
+            if x < 0.0 {
+                return *m;
+            }
+        }
+        moves[0]
+    }
+}

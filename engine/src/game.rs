@@ -1,0 +1,280 @@
+//! Games: the bag, racks, turns, scoring and the end-of-game rules.
+//!
+//! Rules: bingo (all seven tiles) +50; exchanges only with at least 7 tiles in the bag; going
+//! out with the bag empty scores twice the opponent's rack; six consecutive scoreless turns end
+//! the game with each rack's value subtracted from its owner.
+
+use crate::board::{Board, DIM};
+use crate::leaves::RackLeaves;
+use crate::movegen::{Ctx, Generator, Mode, Request, RACK_SIZE};
+use crate::moves::{Kind, Move};
+use crate::rng::Rng;
+use crate::tiles::{letter_of, Distribution, TileCounts};
+use thiserror::Error;
+
+pub const MIN_BAG_TO_EXCHANGE: usize = 7;
+pub const MAX_SCORELESS_TURNS: u8 = 6;
+
+/// The tiles not yet drawn, in draw order (the next tile drawn is the last), plus the RNG that
+/// put them there and that places exchanged tiles back.
+#[derive(Clone, Debug)]
+pub struct Bag {
+    tiles: Vec<u8>,
+    rng: Rng,
+}
+
+impl Bag {
+    /// A full bag for `dist`, shuffled from `seed`.
+    pub fn full(dist: &Distribution, seed: u64) -> Self {
+        let tiles: Vec<u8> = (0..dist.size() as u8).flat_map(|t| std::iter::repeat_n(t, dist.count(t) as usize)).collect();
+        Self::from_tiles(tiles, seed)
+    }
+    /// A bag of the given tiles, shuffled from `seed`.
+    pub fn from_tiles(mut tiles: Vec<u8>, seed: u64) -> Self {
+        let mut rng = Rng::new(seed);
+        tiles.sort_unstable();
+        rng.shuffle(&mut tiles);
+        Self { tiles, rng }
+    }
+    pub fn len(&self) -> usize {
+        self.tiles.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.tiles.is_empty()
+    }
+    pub fn tiles(&self) -> &[u8] {
+        &self.tiles
+    }
+    /// Draw until `rack` holds `RACK_SIZE` tiles or the bag is empty.
+    pub fn refill(&mut self, rack: &mut Vec<u8>) {
+        while rack.len() < RACK_SIZE {
+            match self.tiles.pop() {
+                Some(t) => rack.push(t),
+                None => break,
+            }
+        }
+    }
+    /// Put tiles back at random places.
+    pub fn put_back(&mut self, tiles: &[u8]) {
+        for &t in tiles {
+            let at = self.rng.below(self.tiles.len() as u64 + 1) as usize;
+            self.tiles.insert(at, t);
+        }
+    }
+    /// Take specific tiles out (for setting up a known rack); false if one is missing.
+    pub fn remove(&mut self, tile: u8) -> bool {
+        match self.tiles.iter().rposition(|&t| t == tile) {
+            Some(i) => {
+                self.tiles.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum MoveError {
+    #[error("the game is over")]
+    GameOver,
+    #[error("tile not on the rack")]
+    NotOnRack,
+    #[error("exchange with fewer than {MIN_BAG_TO_EXCHANGE} tiles in the bag")]
+    ExchangeBagTooSmall,
+    #[error("not a legal placement here")]
+    IllegalPlacement,
+}
+
+/// How a game ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// `player` used their last tile with the bag empty.
+    WentOut { player: usize },
+    /// Six scoreless turns in a row.
+    Scoreless,
+}
+
+/// One turn of a finished or running game, for logs.
+#[derive(Clone, Debug)]
+pub struct Turn {
+    pub player: usize,
+    pub rack: Vec<u8>,
+    pub mv: Move,
+    /// The move in notation (`8D WORD`, `-TILES`, `-`), as on the board before the move.
+    pub notation: String,
+    /// The move in GCG form (played-through tiles as `.`).
+    pub gcg: String,
+    pub score: i32,
+    pub total: i32,
+    pub bag_after: usize,
+}
+
+/// Adjustments made when the game ends, for GCG end lines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndAdjustment {
+    pub player: usize,
+    /// The rack counted (the opponent's when going out, one's own after scoreless turns).
+    pub rack: Vec<u8>,
+    pub points: i32,
+    pub total: i32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Game {
+    pub board: Board,
+    pub racks: [Vec<u8>; 2],
+    pub scores: [i32; 2],
+    pub bag: Bag,
+    pub on_turn: usize,
+    pub scoreless: u8,
+    pub end: Option<End>,
+    pub history: Vec<Turn>,
+    pub adjustments: Vec<EndAdjustment>,
+}
+
+impl Game {
+    /// A new game: bag shuffled from `seed`, seven tiles to each player (first player first).
+    pub fn new(dist: &Distribution, seed: u64) -> Self {
+        let mut bag = Bag::full(dist, seed);
+        let mut racks = [Vec::with_capacity(RACK_SIZE), Vec::with_capacity(RACK_SIZE)];
+        bag.refill(&mut racks[0]);
+        bag.refill(&mut racks[1]);
+        Self { board: Board::new(), racks, scores: [0; 2], bag, on_turn: 0, scoreless: 0, end: None, history: Vec::new(), adjustments: Vec::new() }
+    }
+
+    pub fn is_over(&self) -> bool {
+        self.end.is_some()
+    }
+
+    pub fn rack_value(dist: &Distribution, rack: &[u8]) -> i32 {
+        rack.iter().map(|&t| dist.score(t)).sum()
+    }
+
+    /// Tiles the player on turn cannot see: the bag plus the opponent's rack.
+    pub fn unseen(&self) -> TileCounts {
+        let mut c = [0u8; 64];
+        for &t in self.bag.tiles().iter().chain(&self.racks[1 - self.on_turn]) {
+            c[t as usize] += 1;
+        }
+        c
+    }
+
+    /// Check that `mv` is legal for the player on turn (placements against the full move list).
+    pub fn check(&self, ctx: Ctx, mv: &Move, mg: &mut Generator) -> Result<(), MoveError> {
+        if self.is_over() {
+            return Err(MoveError::GameOver);
+        }
+        let mut rack = self.racks[self.on_turn].clone();
+        for t in mv.rack_tiles() {
+            match rack.iter().position(|&x| x == t) {
+                Some(i) => {
+                    rack.swap_remove(i);
+                }
+                None => return Err(MoveError::NotOnRack),
+            }
+        }
+        match mv.kind {
+            Kind::Pass => Ok(()),
+            Kind::Exchange if self.bag.len() < MIN_BAG_TO_EXCHANGE => Err(MoveError::ExchangeBagTooSmall),
+            Kind::Exchange => Ok(()),
+            Kind::Place => {
+                let leaves = RackLeaves::new(&self.racks[self.on_turn], |_| 0);
+                let req = Request { board: &self.board, rack: &self.racks[self.on_turn], leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+                let same = |m: &Move| m.kind == Kind::Place && m.dir == mv.dir && m.lane == mv.lane && m.start == mv.start && m.tiles() == mv.tiles();
+                if mg.generate(ctx, &req, Mode::All).iter().any(same) { Ok(()) } else { Err(MoveError::IllegalPlacement) }
+            }
+        }
+    }
+
+    /// Play a move for the player on turn. The move must be legal (see `check`); its score is
+    /// taken from `mv.score`, which the generator computed.
+    pub fn play(&mut self, ctx: Ctx, mv: &Move) {
+        debug_assert!(!self.is_over());
+        let p = self.on_turn;
+        let board_tile = |r: usize, c: usize| self.board.at(r, c);
+        let notation = mv.notation(ctx.dist, board_tile);
+        let gcg = gcg_move(mv, ctx.dist);
+        let rack_before = self.racks[p].clone();
+        for t in mv.rack_tiles() {
+            let i = self.racks[p].iter().position(|&x| x == t).expect("move tiles are on the rack");
+            self.racks[p].swap_remove(i);
+        }
+        match mv.kind {
+            Kind::Place => {
+                let (row, col) = mv.origin();
+                let (lane, start) = if mv.dir() == 0 { (row, col) } else { (col, row) };
+                self.board.place(mv.dir(), lane, start, mv.tiles(), ctx.kwg, ctx.dist);
+                self.scores[p] += mv.score;
+                self.bag.refill(&mut self.racks[p]);
+            }
+            Kind::Exchange => {
+                let thrown: Vec<u8> = mv.tiles().to_vec();
+                self.bag.refill(&mut self.racks[p]);
+                self.bag.put_back(&thrown);
+            }
+            Kind::Pass => {}
+        }
+        self.scoreless = if mv.kind == Kind::Place && mv.score > 0 { 0 } else { self.scoreless + 1 };
+        self.history.push(Turn {
+            player: p,
+            rack: rack_before,
+            mv: *mv,
+            notation,
+            gcg,
+            score: mv.score,
+            total: self.scores[p],
+            bag_after: self.bag.len(),
+        });
+        if self.racks[p].is_empty() && self.bag.is_empty() {
+            let opp = self.racks[1 - p].clone();
+            let bonus = 2 * Self::rack_value(ctx.dist, &opp);
+            self.scores[p] += bonus;
+            self.adjustments.push(EndAdjustment { player: p, rack: opp, points: bonus, total: self.scores[p] });
+            self.end = Some(End::WentOut { player: p });
+        } else if self.scoreless >= MAX_SCORELESS_TURNS {
+            for q in [p, 1 - p] {
+                let rack = self.racks[q].clone();
+                let v = Self::rack_value(ctx.dist, &rack);
+                self.scores[q] -= v;
+                self.adjustments.push(EndAdjustment { player: q, rack, points: -v, total: self.scores[q] });
+            }
+            self.end = Some(End::Scoreless);
+        }
+        self.on_turn = 1 - p;
+    }
+
+    /// Winner's index, or `None` for a draw (only meaningful once the game is over).
+    pub fn winner(&self) -> Option<usize> {
+        match self.scores[0].cmp(&self.scores[1]) {
+            std::cmp::Ordering::Greater => Some(0),
+            std::cmp::Ordering::Less => Some(1),
+            std::cmp::Ordering::Equal => None,
+        }
+    }
+}
+
+/// A move as GCG writes it: `8D WORD` with played-through tiles as `.`, `-TILES`, or `-`.
+pub fn gcg_move(mv: &Move, dist: &Distribution) -> String {
+    match mv.kind {
+        Kind::Place => {
+            let word: String = mv.tiles().iter().map(|&t| if t == 0 { '.' } else { dist.board_char(t) }).collect();
+            format!("{} {word}", mv.coord())
+        }
+        Kind::Exchange => format!("-{}", dist.rack_string(mv.tiles())),
+        Kind::Pass => "-".into(),
+    }
+}
+
+/// Tile counts of a board's tiles (blanks counted as blanks).
+pub fn board_counts(board: &Board) -> TileCounts {
+    let mut c = [0u8; 64];
+    for row in board.rows() {
+        for &t in row.iter().take(DIM) {
+            if t != 0 {
+                let k = if t & crate::tiles::BLANK_BIT != 0 { 0 } else { letter_of(t) };
+                c[k as usize] += 1;
+            }
+        }
+    }
+    c
+}

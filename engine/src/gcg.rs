@@ -1,0 +1,204 @@
+//! Game logs: GCG (the standard annotated-game format) and a per-turn CSV; and a GCG reader
+//! that replays a game move by move, checking every move's legality and score.
+
+use crate::autoplay::GameRecord;
+use crate::board::{Board, ACROSS, DIM};
+use crate::error::DataError;
+use crate::game::Game;
+use crate::leaves::RackLeaves;
+use crate::movegen::{Ctx, Generator, Mode, Request};
+use crate::moves::{parse_coord, Kind, Move};
+use crate::tiles::{letter_of, Distribution};
+use std::fmt::Write;
+
+/// GCG text of a game; `names[s]` names seat `s` (nicknames `p1`, `p2`).
+pub fn write_gcg(game: &Game, names: [&str; 2], dist: &Distribution) -> String {
+    let mut s = String::from("#character-encoding UTF-8\n");
+    let nick = ["p1", "p2"];
+    for p in 0..2 {
+        let _ = writeln!(s, "#player{} {} {}", p + 1, nick[p], names[p]);
+    }
+    for t in &game.history {
+        let _ = writeln!(s, ">{}: {} {} {:+} {}", nick[t.player], dist.rack_string(&t.rack), t.gcg, t.score, t.total);
+    }
+    for a in &game.adjustments {
+        let rack = dist.rack_string(&a.rack);
+        if a.points >= 0 {
+            let _ = writeln!(s, ">{}:  ({rack}) {:+} {}", nick[a.player], a.points, a.total);
+        } else {
+            let _ = writeln!(s, ">{}: {rack} ({rack}) {:+} {}", nick[a.player], a.points, a.total);
+        }
+    }
+    s
+}
+
+pub const CSV_HEADER: &str = "game_id,turn,player,rack,move,score,total,tiles_played,leave,equity,bag";
+
+/// Per-turn CSV rows of one game (no header); `player` is the bot's name.
+pub fn write_csv(r: &GameRecord, names: [&str; 2], dist: &Distribution) -> String {
+    let mut s = String::new();
+    for (i, t) in r.game.history.iter().enumerate() {
+        let mut leave = t.rack.clone();
+        for u in t.mv.rack_tiles() {
+            if let Some(k) = leave.iter().position(|&x| x == u) {
+                leave.swap_remove(k);
+            }
+        }
+        leave.sort_unstable();
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{:.3},{}",
+            r.id,
+            i + 1,
+            names[r.seat_bot[t.player]],
+            dist.rack_string(&t.rack),
+            t.notation,
+            t.score,
+            t.total,
+            t.mv.tiles_used(),
+            dist.rack_string(&leave),
+            t.mv.equity as f64 / 1000.0,
+            t.bag_after
+        );
+    }
+    s
+}
+
+/// Result of replaying a GCG file.
+#[derive(Debug)]
+pub struct Replay {
+    pub board: Board,
+    pub scores: [i32; 2],
+    pub moves: usize,
+}
+
+/// Replay a GCG game: every placement must be legal on the board with the listed rack, every
+/// listed score and running total must be what the rules give, and no tile may appear more
+/// often than the distribution holds.
+pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
+    let dist = ctx.dist;
+    let mut nicks: Vec<String> = Vec::new();
+    let mut board = Board::new();
+    let mut scores = [0i32; 2];
+    let mut mg = Generator::new();
+    let mut moves = 0;
+    for (i, raw) in text.lines().enumerate() {
+        let at = |m: String| DataError::new(format!("{source}:{}", i + 1), m);
+        let line = raw.trim_end();
+        if let Some(rest) = line.strip_prefix("#player") {
+            let mut f = rest.split_whitespace();
+            let (Some(_), Some(nick)) = (f.next(), f.next()) else { return Err(at("`#player` needs a number and a nickname".into())) };
+            nicks.push(nick.to_string());
+            continue;
+        }
+        let Some(rest) = line.strip_prefix('>') else { continue };
+        let (nick, body) = rest.split_once(':').ok_or_else(|| at("expected `>nick: ...`".into()))?;
+        let p = nicks.iter().position(|n| n == nick).ok_or_else(|| at(format!("unknown player `{nick}`")))?;
+        if p > 1 {
+            return Err(at("more than two players".into()));
+        }
+        let f: Vec<&str> = body.split_whitespace().collect();
+        let num = |s: &str| s.parse::<i32>().map_err(|_| at(format!("`{s}` is not a number")));
+        // End-of-game lines: `(RACK) +N T` or `RACK (RACK) -N T`.
+        if f.iter().any(|x| x.starts_with('(')) {
+            let (pts, total) = (num(f[f.len() - 2].trim_start_matches('+'))?, num(f[f.len() - 1])?);
+            scores[p] += pts;
+            if scores[p] != total {
+                return Err(at(format!("total {total} but the rules give {}", scores[p])));
+            }
+            continue;
+        }
+        if f.len() < 4 {
+            return Err(at("expected `RACK MOVE +SCORE TOTAL`".into()));
+        }
+        let rack = dist.parse_rack(f[0]).map_err(|m| at(m))?;
+        let (score, total) = (num(f[f.len() - 2].trim_start_matches('+'))?, num(f[f.len() - 1])?);
+        let mv_text = &f[1..f.len() - 2];
+        let leaves = RackLeaves::new(&rack, |_| 0);
+        let req = Request { board: &board, rack: &rack, leaves: &leaves, can_exchange: true, opening_vowel_penalty: 0 };
+        let mv = match mv_text {
+            ["-"] => Move::PASS,
+            [x] if x.starts_with('-') => {
+                let tiles = dist.parse_rack(&x[1..]).map_err(|m| at(m))?;
+                let mut left = rack.clone();
+                for t in &tiles {
+                    let k = left.iter().position(|u| u == t).ok_or_else(|| at(format!("exchanged `{}` not on the rack", dist.rack_char(*t))))?;
+                    left.swap_remove(k);
+                }
+                Move::exchange(&tiles)
+            }
+            [coord, word] => {
+                let wanted = parse_placement(coord, word, &board, dist).map_err(|m| at(m))?;
+                let all = mg.generate(ctx, &req, Mode::All);
+                let one_tile = |m: &Move| m.tiles_used() == 1 && wanted.tiles_used() == 1 && placed_squares(m) == placed_squares(&wanted);
+                *all.iter()
+                    .find(|m| m.kind == Kind::Place && m.dir == wanted.dir && m.lane == wanted.lane && m.start == wanted.start && m.tiles() == wanted.tiles())
+                    .or_else(|| all.iter().find(|m| one_tile(m)))
+                    .ok_or_else(|| at(format!("`{coord} {word}` is not a legal play with rack {}", f[0])))?
+            }
+            _ => return Err(at("cannot read the move".into())),
+        };
+        if mv.score != score {
+            return Err(at(format!("score {score} but the play scores {}", mv.score)));
+        }
+        scores[p] += score;
+        if scores[p] != total {
+            return Err(at(format!("total {total} but the rules give {}", scores[p])));
+        }
+        if mv.kind == Kind::Place {
+            let (row, col) = mv.origin();
+            let (lane, start) = if mv.dir() == ACROSS { (row, col) } else { (col, row) };
+            board.place(mv.dir(), lane, start, mv.tiles(), ctx.kwg, dist);
+        }
+        moves += 1;
+    }
+    let used = crate::game::board_counts(&board);
+    if let Some(t) = (0..dist.size() as u8).find(|&t| used[t as usize] > dist.count(t)) {
+        return Err(DataError::new(source, format!("more `{}` on the board than the distribution holds", dist.rack_char(t))));
+    }
+    Ok(Replay { board, scores, moves })
+}
+
+fn placed_squares(m: &Move) -> Vec<(usize, usize, u8)> {
+    let (row, col) = m.origin();
+    m.tiles()
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| **t != 0)
+        .map(|(k, &t)| if m.dir() == ACROSS { (row, col + k, t) } else { (row + k, col, t) })
+        .collect()
+}
+
+/// Read `8D WO.D` / `D8 WORD` against the board: `.` or a letter matching the board is a
+/// played-through tile; a letter on an empty square is placed (lowercase = blank).
+pub fn parse_placement(coord: &str, word: &str, board: &Board, dist: &Distribution) -> Result<Move, String> {
+    let (dir, row, col) = parse_coord(coord).ok_or_else(|| format!("bad coordinate `{coord}`"))?;
+    let word = word.replace(['(', ')'], "");
+    let n = word.chars().count();
+    let (lane, start) = if dir == ACROSS { (row, col) } else { (col, row) };
+    if n < 2 || start + n > DIM {
+        return Err(format!("`{word}` does not fit at {coord}"));
+    }
+    let mut m = Move { kind: Kind::Place, dir: dir as u8, lane: lane as u8, start: start as u8, len: n as u8, ..Move::PASS };
+    for (k, c) in word.chars().enumerate() {
+        let (r, cc) = if dir == ACROSS { (row, col + k) } else { (row + k, col) };
+        let on = board.at(r, cc);
+        m.tiles[k] = if c == '.' {
+            if on == 0 {
+                return Err(format!("`.` at an empty square in `{word}`"));
+            }
+            0
+        } else {
+            let t = dist.board_tile(c).ok_or_else(|| format!("`{c}` is not a tile"))?;
+            if on != 0 {
+                if letter_of(on) != letter_of(t) {
+                    return Err(format!("`{c}` in `{word}` is over a different tile"));
+                }
+                0
+            } else {
+                t
+            }
+        };
+    }
+    Ok(m)
+}

@@ -1,0 +1,304 @@
+//! The word graph: KWG, the format of the open engines — a DAWG and a GADDAG sharing one flat
+//! array of `u32` nodes, so that users can bring `.kwg` files built elsewhere.
+//!
+//! Node layout: tile in bits 24-31, `accepts` (a word ends with this tile) bit 23, `is_end` (last
+//! of its sibling list) bit 22, arc index (first node of the children's sibling list, 0 = none)
+//! bits 0-21. Node 0's arc is the DAWG root list, node 1's the GADDAG root list. In the GADDAG,
+//! tile 0 is the separator between the reversed prefix and the suffix. Siblings are sorted by tile.
+//!
+//! Invariant (checked on load): every arc index is inside the array and every sibling list is
+//! terminated by an `is_end` node before the array ends, so no walk can run off the array.
+
+use crate::error::{DataError, Located};
+use crate::tiles::Distribution;
+use std::collections::HashMap;
+use std::path::Path;
+
+const ACCEPTS: u32 = 1 << 23;
+const IS_END: u32 = 1 << 22;
+const ARC_MASK: u32 = (1 << 22) - 1;
+/// Longest word the engine accepts (the board's side).
+pub const MAX_WORD_LEN: usize = 15;
+/// The GADDAG separator tile.
+pub const SEPARATOR: u8 = 0;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kwg {
+    nodes: Vec<u32>,
+}
+
+impl Kwg {
+    #[inline]
+    pub fn tile(&self, i: u32) -> u8 {
+        (self.nodes[i as usize] >> 24) as u8
+    }
+    #[inline]
+    pub fn accepts(&self, i: u32) -> bool {
+        self.nodes[i as usize] & ACCEPTS != 0
+    }
+    #[inline]
+    pub fn is_end(&self, i: u32) -> bool {
+        self.nodes[i as usize] & IS_END != 0
+    }
+    #[inline]
+    pub fn arc(&self, i: u32) -> u32 {
+        self.nodes[i as usize] & ARC_MASK
+    }
+    pub fn dawg_root(&self) -> u32 {
+        self.arc(0)
+    }
+    pub fn gaddag_root(&self) -> u32 {
+        self.arc(1)
+    }
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Node for `tile` in the sibling list starting at `list` (0 = empty list).
+    #[inline]
+    pub fn child(&self, list: u32, tile: u8) -> Option<u32> {
+        if list == 0 {
+            return None;
+        }
+        let mut i = list;
+        loop {
+            let t = self.tile(i);
+            if t == tile {
+                return Some(i);
+            }
+            if t > tile || self.is_end(i) {
+                return None;
+            }
+            i += 1;
+        }
+    }
+
+    /// Iterate the nodes of the sibling list starting at `list`.
+    #[inline]
+    pub fn siblings(&self, list: u32) -> Siblings<'_> {
+        Siblings { kwg: self, next: list }
+    }
+
+    /// Whether `word` (letters, no blank bits) is in the DAWG.
+    pub fn contains(&self, word: &[u8]) -> bool {
+        let mut list = self.dawg_root();
+        let mut node = None;
+        for &t in word {
+            let Some(n) = self.child(list, t) else { return false };
+            node = Some(n);
+            list = self.arc(n);
+        }
+        node.is_some_and(|n| self.accepts(n))
+    }
+
+    /// Every word of the DAWG in graph order (sorted by tile for a well-formed graph).
+    pub fn words(&self) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut prefix = Vec::new();
+        self.collect(self.dawg_root(), &mut prefix, &mut out);
+        out
+    }
+
+    fn collect(&self, list: u32, prefix: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
+        // The depth bound keeps a hostile file with a cycle from recursing forever.
+        if prefix.len() >= 64 {
+            return;
+        }
+        for n in self.siblings(list) {
+            prefix.push(self.tile(n));
+            if self.accepts(n) {
+                out.push(prefix.clone());
+            }
+            self.collect(self.arc(n), prefix, out);
+            prefix.pop();
+        }
+    }
+
+    /// Read a `.kwg` file (little-endian `u32` nodes).
+    pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Self, DataError> {
+        if bytes.len() % 4 != 0 {
+            return Err(DataError::new(source, format!("size {} is not a multiple of 4 bytes: truncated or not a KWG", bytes.len())));
+        }
+        let nodes: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        Self::from_nodes(nodes, source)
+    }
+
+    /// Check the structural invariant and wrap the nodes.
+    pub fn from_nodes(nodes: Vec<u32>, source: &str) -> Result<Self, DataError> {
+        if nodes.len() < 2 {
+            return Err(DataError::new(source, "fewer than 2 nodes: truncated or not a KWG"));
+        }
+        if nodes.len() > ARC_MASK as usize + 1 {
+            return Err(DataError::new(source, "more nodes than a 22-bit arc index can address"));
+        }
+        let len = nodes.len() as u32;
+        for (i, &n) in nodes.iter().enumerate() {
+            if n & ARC_MASK >= len {
+                return Err(DataError::new(source, format!("node {i} points past the end ({} >= {len}): corrupt or truncated", n & ARC_MASK)));
+            }
+        }
+        if nodes[nodes.len() - 1] & IS_END == 0 {
+            return Err(DataError::new(source, "last sibling list is unterminated: corrupt or truncated"));
+        }
+        Ok(Self { nodes })
+    }
+
+    pub fn load(path: &Path) -> Result<Self, DataError> {
+        let bytes = crate::error::read_bytes(path)?;
+        Self::from_bytes(&bytes, &path.display().to_string())
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.nodes.iter().flat_map(|n| n.to_le_bytes()).collect()
+    }
+
+    /// Check that every tile in the graph belongs to `dist` (the separator aside).
+    pub fn check_alphabet(&self, dist: &Distribution, source: &str) -> Result<(), DataError> {
+        let max = dist.size() as u8;
+        match self.nodes.iter().skip(2).position(|&n| (n >> 24) as u8 >= max) {
+            Some(i) => Err(DataError::new(source, format!("node {} holds tile {} outside the {}-letter distribution", i + 2, self.nodes[i + 2] >> 24, max - 1))),
+            None => Ok(()),
+        }
+    }
+
+    /// Build a KWG holding the DAWG and GADDAG of `words` (each a sequence of letters `1..`).
+    pub fn build(words: &[Vec<u8>]) -> Result<Self, DataError> {
+        Self::build_parts(words, true)
+    }
+
+    /// Build a KWG with only the DAWG half (node 1's arc is empty), as leave tables use.
+    pub fn build_dawg(words: &[Vec<u8>]) -> Result<Self, DataError> {
+        Self::build_parts(words, false)
+    }
+
+    fn build_parts(words: &[Vec<u8>], with_gaddag: bool) -> Result<Self, DataError> {
+        let mut dawg: Vec<&[u8]> = words.iter().map(|w| w.as_slice()).collect();
+        dawg.sort_unstable();
+        dawg.dedup();
+        // GADDAG strings of ABC: CBA, BA^C, A^BC (reversed prefix, separator, suffix).
+        let mut gaddag: Vec<Vec<u8>> = Vec::new();
+        for w in dawg.iter().filter(|_| with_gaddag) {
+            for split in 1..=w.len() {
+                let mut s: Vec<u8> = w[..split].iter().rev().copied().collect();
+                if split < w.len() {
+                    s.push(SEPARATOR);
+                    s.extend_from_slice(&w[split..]);
+                }
+                gaddag.push(s);
+            }
+        }
+        gaddag.sort_unstable();
+        gaddag.dedup();
+        let gaddag: Vec<&[u8]> = gaddag.iter().map(|w| w.as_slice()).collect();
+        let mut b = Builder { nodes: vec![0, 0], lists: HashMap::new() };
+        let dawg_root = b.list(&dawg, 0)?;
+        let gaddag_root = b.list(&gaddag, 0)?;
+        b.nodes[0] = IS_END | dawg_root;
+        b.nodes[1] = IS_END | gaddag_root;
+        Self::from_nodes(b.nodes, "built graph")
+    }
+}
+
+/// Bottom-up minimising builder: each distinct sibling list (with its children already
+/// placed) is stored once, so equal suffix structures are shared (a minimal graph).
+struct Builder {
+    nodes: Vec<u32>,
+    lists: HashMap<Vec<u32>, u32>,
+}
+
+impl Builder {
+    /// Place the sibling list for the suffixes at `depth` of the sorted strings `strs`
+    /// (all sharing the same prefix of length `depth`); returns its index, 0 if empty.
+    fn list(&mut self, strs: &[&[u8]], depth: usize) -> Result<u32, DataError> {
+        let mut list = Vec::new();
+        let mut i = 0;
+        while i < strs.len() {
+            if strs[i].len() <= depth {
+                i += 1;
+                continue;
+            }
+            let tile = strs[i][depth];
+            let mut j = i;
+            while j < strs.len() && strs[j].len() > depth && strs[j][depth] == tile {
+                j += 1;
+            }
+            let group = &strs[i..j];
+            let accepts = group.iter().any(|s| s.len() == depth + 1);
+            let child = self.list(group, depth + 1)?;
+            list.push((tile as u32) << 24 | if accepts { ACCEPTS } else { 0 } | child);
+            i = j;
+        }
+        let Some(last) = list.last_mut() else { return Ok(0) };
+        *last |= IS_END;
+        if let Some(&at) = self.lists.get(&list) {
+            return Ok(at);
+        }
+        let at = self.nodes.len() as u32;
+        if at as usize + list.len() > ARC_MASK as usize {
+            return Err(DataError::new("lexicon", "word list too large for a KWG (over 4M nodes)"));
+        }
+        self.nodes.extend_from_slice(&list);
+        self.lists.insert(list, at);
+        Ok(at)
+    }
+}
+
+pub struct Siblings<'a> {
+    kwg: &'a Kwg,
+    next: u32,
+}
+
+impl Iterator for Siblings<'_> {
+    type Item = u32;
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        if self.next == 0 {
+            return None;
+        }
+        let i = self.next;
+        self.next = if self.kwg.is_end(i) { 0 } else { i + 1 };
+        Some(i)
+    }
+}
+
+/// Parse a plain word list (one word per line, either case, `#` comments and blank lines
+/// ignored) into letter sequences, rejecting unknown characters and over-long words.
+pub fn parse_word_list(text: &str, dist: &Distribution, source: &str) -> Result<Vec<Vec<u8>>, DataError> {
+    let mut words = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at = Located::new(source, i + 1);
+        let word = line.split_whitespace().next().unwrap_or("");
+        let tiles: Vec<u8> = word
+            .chars()
+            .map(|c| dist.letter(c).ok_or_else(|| at.err(format!("`{c}` in `{word}` is not a letter of the distribution"))))
+            .collect::<Result<_, _>>()?;
+        if tiles.len() > MAX_WORD_LEN {
+            return Err(at.err(format!("`{word}` has {} letters; at most {MAX_WORD_LEN} fit on the board", tiles.len())));
+        }
+        words.push(tiles);
+    }
+    if words.is_empty() {
+        return Err(DataError::new(source, "no words"));
+    }
+    Ok(words)
+}
+
+/// Load a lexicon from a `.kwg` file or a plain word list (decided by content, not name:
+/// a KWG is binary, a word list is text).
+pub fn load_lexicon(path: &Path, dist: &Distribution) -> Result<Kwg, DataError> {
+    let source = path.display().to_string();
+    let bytes = crate::error::read_bytes(path)?;
+    let is_kwg = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("kwg"));
+    let kwg = if is_kwg {
+        Kwg::from_bytes(&bytes, &source)?
+    } else {
+        let text = String::from_utf8(bytes).map_err(|_| DataError::new(&source, "not UTF-8 text (a binary graph should be named *.kwg)"))?;
+        Kwg::build(&parse_word_list(&text, dist, &source)?)?
+    };
+    kwg.check_alphabet(dist, &source)?;
+    Ok(kwg)
+}

@@ -1,0 +1,19 @@
+//! lexhive's game engine: everything needed to play and analyse crossword-board games, with
+//! no I/O beyond reading the files it is given. See `docs/ARCHITECTURE.md` for the codemap.
+
+pub mod autoplay;
+pub mod board;
+pub mod bots;
+pub mod cgp;
+pub mod error;
+pub mod game;
+pub mod gcg;
+pub mod leaves;
+pub mod lexicon;
+pub mod movegen;
+pub mod moves;
+pub mod rng;
+pub mod stats;
+pub mod tiles;
+
+pub use error::DataError;

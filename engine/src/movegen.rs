@@ -1,0 +1,447 @@
+//! Move generation: every legal placement (GADDAG anchor search), exchanges and the pass, with
+//! exact scores and static equity; or only the best `n` by equity, searching anchors in order of
+//! an admissible upper bound and stopping when no remaining anchor can beat the `n`-th best.
+//!
+//! A placement is generated from the leftmost anchor among the squares it covers (going left
+//! from an anchor never places a tile on another anchor), so each is produced once per
+//! direction. A one-tile play is listed once: across if it forms an across word of two or more
+//! letters, otherwise down.
+
+use crate::board::{idx, Board, Layout, ACROSS, DIM, DOWN};
+use crate::leaves::RackLeaves;
+use crate::lexicon::{Kwg, SEPARATOR};
+use crate::moves::{rank, Kind, Move};
+use crate::tiles::{letter_of, Distribution, BLANK_BIT};
+
+pub const BINGO_BONUS: i32 = 50;
+pub const RACK_SIZE: usize = 7;
+
+/// What the generator needs that does not change during a game.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    pub kwg: &'a Kwg,
+    pub dist: &'a Distribution,
+    pub layout: &'a Layout,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Every legal move, best first.
+    All,
+    /// The best `n` moves by equity, best first.
+    Best(usize),
+}
+
+/// One position to generate for.
+#[derive(Clone, Copy)]
+pub struct Request<'a> {
+    pub board: &'a Board,
+    pub rack: &'a [u8],
+    /// Leave values of this rack's subsets (including any endgame adjustments).
+    pub leaves: &'a RackLeaves,
+    /// Exchanges are legal (at least 7 tiles in the bag).
+    pub can_exchange: bool,
+    /// Millipoints subtracted per vowel placed beside a letter premium on the opening move.
+    pub opening_vowel_penalty: i32,
+}
+
+/// One lane's squares as the search sees them.
+#[derive(Clone, Copy, Default)]
+struct Lane {
+    tiles: [u8; DIM],
+    cross: [u64; DIM],
+    cross_score: [i16; DIM],
+    lm: [u8; DIM],
+    wm: [u8; DIM],
+    anchor: [bool; DIM],
+}
+
+/// Score accumulated along the current partial word.
+#[derive(Clone, Copy)]
+struct Acc {
+    main: i32,
+    word_mult: i32,
+    perp: i32,
+    placed: u8,
+    used: u8,
+    start: u8,
+}
+
+/// Reusable move generator: holds its buffers so that generating allocates nothing once warm.
+pub struct Generator {
+    moves: Vec<Move>,
+    lane: Lane,
+    dir: usize,
+    lane_no: usize,
+    anchor: usize,
+    left_limit: usize,
+    rack: [u8; 64],
+    /// Rack counts before any tile of the current word was placed.
+    full_rack: [u8; 64],
+    rack_len: usize,
+    word: [u8; DIM],
+    best_n: Option<usize>,
+    opening: bool,
+    anchors: Vec<(i32, u8, u8, u8, u8)>,
+}
+
+impl Default for Generator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Generator {
+    pub fn new() -> Self {
+        Self {
+            moves: Vec::with_capacity(4096),
+            lane: Lane::default(),
+            dir: 0,
+            lane_no: 0,
+            anchor: 0,
+            left_limit: 0,
+            rack: [0; 64],
+            full_rack: [0; 64],
+            rack_len: 0,
+            word: [0; DIM],
+            best_n: None,
+            opening: false,
+            anchors: Vec::with_capacity(256),
+        }
+    }
+
+    /// Generate moves for `req`, best first.
+    pub fn generate(&mut self, ctx: Ctx, req: &Request, mode: Mode) -> &[Move] {
+        self.moves.clear();
+        self.best_n = match mode {
+            Mode::All => None,
+            Mode::Best(n) => Some(n.max(1)),
+        };
+        self.rack = [0; 64];
+        for &t in req.rack {
+            self.rack[t as usize] += 1;
+        }
+        self.full_rack = self.rack;
+        self.rack_len = req.rack.len();
+        self.opening = req.board.is_empty();
+
+        // Non-placements first: in best mode they set a threshold that prunes anchors.
+        self.push(Move { equity: req.leaves.by_used[0], ..Move::PASS }, ctx, req);
+        if req.can_exchange {
+            self.exchanges(ctx, req);
+        }
+
+        // On an empty board with a layout symmetric about the diagonal, down plays mirror across
+        // plays and rank after them, so the best-move search skips them.
+        let dirs = if self.opening && self.best_n.is_some() && symmetric(ctx.layout) { 1 } else { 2 };
+        self.anchors.clear();
+        for dir in 0..dirs {
+            for lane_no in 0..DIM {
+                self.load_lane(ctx, req, dir, lane_no);
+                let mut left_limit = 0;
+                for a in 0..DIM {
+                    if self.lane.anchor[a] {
+                        let bound = if self.best_n.is_some() { self.bound(ctx, req, a, left_limit) } else { 0 };
+                        self.anchors.push((bound, dir as u8, lane_no as u8, a as u8, left_limit as u8));
+                        left_limit = a + 1;
+                    }
+                }
+            }
+        }
+        if self.best_n.is_some() {
+            self.anchors.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        let anchors = std::mem::take(&mut self.anchors);
+        let mut loaded = None;
+        for &(bound, dir, lane_no, a, left_limit) in &anchors {
+            if bound < self.threshold() {
+                break;
+            }
+            if loaded != Some((dir, lane_no)) {
+                self.load_lane(ctx, req, dir as usize, lane_no as usize);
+                loaded = Some((dir, lane_no));
+            }
+            self.anchor = a as usize;
+            self.left_limit = left_limit as usize;
+            let acc = Acc { main: 0, word_mult: 1, perp: 0, placed: 0, used: 0, start: a };
+            self.extend(ctx, req, a as usize, ctx.kwg.gaddag_root(), true, acc);
+        }
+        self.anchors = anchors;
+        if self.best_n.is_none() {
+            self.moves.sort_unstable_by(rank);
+        }
+        &self.moves
+    }
+
+    /// Lowest equity a new move must reach to be kept.
+    #[inline]
+    fn threshold(&self) -> i32 {
+        match self.best_n {
+            Some(n) if self.moves.len() >= n => self.moves[n - 1].equity,
+            _ => i32::MIN,
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, m: Move, _ctx: Ctx, _req: &Request) {
+        let Some(n) = self.best_n else {
+            self.moves.push(m);
+            return;
+        };
+        if self.moves.len() >= n && rank(&m, &self.moves[n - 1]).is_ge() {
+            return;
+        }
+        let at = self.moves.partition_point(|x| rank(x, &m).is_lt());
+        if self.moves.len() >= n {
+            self.moves.pop();
+        }
+        self.moves.insert(at, m);
+    }
+
+    fn exchanges(&mut self, ctx: Ctx, req: &Request) {
+        let slots = &req.leaves.slots;
+        let mut tiles = [0u8; 7];
+        for used in 1u32..(1 << slots.len()) {
+            if !RackLeaves::canonical(slots, used) {
+                continue;
+            }
+            let mut n = 0;
+            for (i, &t) in slots.iter().enumerate() {
+                if used >> i & 1 == 1 {
+                    tiles[n] = t;
+                    n += 1;
+                }
+            }
+            let m = Move { equity: req.leaves.by_used[used as usize], ..Move::exchange(&tiles[..n]) };
+            self.push(m, ctx, req);
+        }
+    }
+
+    fn load_lane(&mut self, ctx: Ctx, req: &Request, dir: usize, lane_no: usize) {
+        let b = req.board;
+        let l = &mut self.lane;
+        l.tiles.copy_from_slice(b.lane_tiles(dir, lane_no));
+        l.cross.copy_from_slice(b.lane_cross(dir, lane_no));
+        l.cross_score.copy_from_slice(b.lane_cross_score(dir, lane_no));
+        let r = idx(lane_no, 0)..idx(lane_no, DIM);
+        l.lm.copy_from_slice(&ctx.layout.letter_mult[dir][r.clone()]);
+        l.wm.copy_from_slice(&ctx.layout.word_mult[dir][r]);
+        let (sr, sc) = ctx.layout.start;
+        let (start_lane, start_pos) = if dir == ACROSS { (sr, sc) } else { (sc, sr) };
+        for p in 0..DIM {
+            l.anchor[p] = if b.is_empty() {
+                lane_no == start_lane && p == start_pos
+            } else {
+                l.tiles[p] == 0
+                    && (l.cross_score[p] >= 0 || (p > 0 && l.tiles[p - 1] != 0) || (p + 1 < DIM && l.tiles[p + 1] != 0))
+            };
+        }
+        self.dir = dir;
+        self.lane_no = lane_no;
+    }
+
+    /// Admissible upper bound (millipoints) on the equity of any placement generated from
+    /// anchor `a`: the placed tiles fill `k` consecutive empty squares of the window around the
+    /// anchor; the best rack tile scores go on the best-paying squares (rearrangement
+    /// inequality), every cross-word counts, and the best leave for `k` tiles is added.
+    fn bound(&self, ctx: Ctx, req: &Request, a: usize, left_limit: usize) -> i32 {
+        let l = &self.lane;
+        let mut scores = [0i32; 7];
+        for (i, &t) in req.rack.iter().enumerate().take(7) {
+            scores[i] = ctx.dist.score(t);
+        }
+        let r = req.rack.len().min(7);
+        scores[..r].sort_unstable_by(|x, y| y.cmp(x));
+        let mut empties = [0usize; DIM];
+        let mut m = 0;
+        for (p, &t) in l.tiles.iter().enumerate().skip(left_limit) {
+            if t == 0 {
+                empties[m] = p;
+                m += 1;
+            }
+        }
+        let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
+        let mut best = i32::MIN;
+        for k in 1..=r {
+            for j in ai.saturating_sub(k - 1)..=ai {
+                if j + k > m {
+                    break;
+                }
+                let sq = &empties[j..j + k];
+                if sq.iter().any(|&p| l.cross[p] & ctx.dist.all_letters_mask() == 0) {
+                    continue;
+                }
+                let (mut lo, mut hi) = (sq[0], sq[k - 1]);
+                while lo > 0 && l.tiles[lo - 1] != 0 {
+                    lo -= 1;
+                }
+                while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
+                    hi += 1;
+                }
+                let existing: i32 = (lo..=hi).map(|p| ctx.dist.score(l.tiles[p])).sum();
+                let w: i32 = sq.iter().map(|&p| l.wm[p] as i32).product();
+                let mut fixed = existing * w + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
+                let mut coef = [0i32; 7];
+                for (c, &p) in coef.iter_mut().zip(sq) {
+                    let (lm, wm) = (l.lm[p] as i32, l.wm[p] as i32);
+                    *c = lm * w;
+                    if l.cross_score[p] >= 0 {
+                        fixed += l.cross_score[p] as i32 * wm;
+                        *c += lm * wm;
+                    }
+                }
+                coef[..k].sort_unstable_by(|x, y| y.cmp(x));
+                let tiles: i32 = coef[..k].iter().zip(&scores[..k]).map(|(c, s)| c * s).sum();
+                let eq = (fixed + tiles) * 1000 + req.leaves.best_by_count[k];
+                best = best.max(eq);
+            }
+        }
+        best
+    }
+
+    fn extend(&mut self, ctx: Ctx, req: &Request, pos: usize, list: u32, left: bool, acc: Acc) {
+        let kwg = ctx.kwg;
+        let on_board = self.lane.tiles[pos];
+        if on_board != 0 {
+            if let Some(n) = kwg.child(list, letter_of(on_board)) {
+                self.word[pos] = 0;
+                let acc = Acc { main: acc.main + ctx.dist.score(on_board), ..acc };
+                self.go_on(ctx, req, pos, n, left, acc);
+            }
+            return;
+        }
+        if acc.placed as usize == self.rack_len {
+            return;
+        }
+        let cross = self.lane.cross[pos];
+        for n in kwg.siblings(list) {
+            let t = kwg.tile(n);
+            if t == SEPARATOR || cross >> t & 1 == 0 {
+                continue;
+            }
+            if self.rack[t as usize] > 0 {
+                self.place(ctx, req, pos, n, t, t, left, acc);
+            }
+            if self.rack[0] > 0 {
+                self.place(ctx, req, pos, n, t | BLANK_BIT, 0, left, acc);
+            }
+        }
+    }
+
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn place(&mut self, ctx: Ctx, req: &Request, pos: usize, n: u32, tile: u8, rack_tile: u8, left: bool, acc: Acc) {
+        let rt = rack_tile as usize;
+        // Tiles of one kind use their rack slots in order, keeping leave masks canonical.
+        let slot = (req.leaves.first_slot[rt] + self.full_rack[rt] - self.rack[rt]) as u32;
+        self.rack[rt] -= 1;
+        self.word[pos] = tile;
+        let l = &self.lane;
+        let ts = ctx.dist.score(tile);
+        let (lm, wm) = (l.lm[pos] as i32, l.wm[pos] as i32);
+        let perp = if l.cross_score[pos] >= 0 { (l.cross_score[pos] as i32 + ts * lm) * wm } else { 0 };
+        let acc = Acc {
+            main: acc.main + ts * lm,
+            word_mult: acc.word_mult * wm,
+            perp: acc.perp + perp,
+            placed: acc.placed + 1,
+            used: acc.used | (1 << slot),
+            start: acc.start,
+        };
+        self.go_on(ctx, req, pos, n, left, acc);
+        self.rack[rt] += 1;
+    }
+
+    fn go_on(&mut self, ctx: Ctx, req: &Request, pos: usize, n: u32, left: bool, acc: Acc) {
+        let kwg = ctx.kwg;
+        let tiles = &self.lane.tiles;
+        if left {
+            let acc = Acc { start: pos as u8, ..acc };
+            let left_open = pos == 0 || tiles[pos - 1] == 0;
+            let right_open = self.anchor + 1 == DIM || tiles[self.anchor + 1] == 0;
+            if kwg.accepts(n) && left_open && right_open {
+                self.record(ctx, req, pos, self.anchor, acc);
+            }
+            let list = kwg.arc(n);
+            if list == 0 {
+                return;
+            }
+            if pos > self.left_limit {
+                self.extend(ctx, req, pos - 1, list, true, acc);
+            }
+            if left_open && self.anchor + 1 < DIM {
+                if let Some(sep) = kwg.child(list, SEPARATOR) {
+                    self.extend(ctx, req, self.anchor + 1, kwg.arc(sep), false, acc);
+                }
+            }
+        } else {
+            if kwg.accepts(n) && (pos + 1 == DIM || tiles[pos + 1] == 0) {
+                self.record(ctx, req, acc.start as usize, pos, acc);
+            }
+            let list = kwg.arc(n);
+            if list != 0 && pos + 1 < DIM {
+                self.extend(ctx, req, pos + 1, list, false, acc);
+            }
+        }
+    }
+
+    fn record(&mut self, ctx: Ctx, req: &Request, start: usize, end: usize, acc: Acc) {
+        let len = end - start + 1;
+        if len < 2 || acc.placed == 0 {
+            return;
+        }
+        if acc.placed == 1 && self.dir == DOWN {
+            // A lone tile that also makes an across word is listed as the across play.
+            let p = (start..=end).find(|&p| self.word[p] != 0).expect("one tile placed");
+            if self.lane.cross_score[p] >= 0 {
+                return;
+            }
+        }
+        let bingo = if acc.placed as usize == RACK_SIZE { BINGO_BONUS } else { 0 };
+        let score = acc.main * acc.word_mult + acc.perp + bingo;
+        let mut equity = score * 1000 + req.leaves.by_used[acc.used as usize];
+        if self.opening && req.opening_vowel_penalty != 0 {
+            equity -= req.opening_vowel_penalty * self.opening_vowels(ctx, start, end);
+        }
+        if let Some(n) = self.best_n {
+            if self.moves.len() >= n && equity < self.moves[n - 1].equity {
+                return;
+            }
+        }
+        let mut m = Move {
+            kind: Kind::Place,
+            dir: self.dir as u8,
+            lane: self.lane_no as u8,
+            start: start as u8,
+            len: len as u8,
+            tiles: [0; DIM],
+            score,
+            equity,
+        };
+        m.tiles[..len].copy_from_slice(&self.word[start..=end]);
+        self.push(m, ctx, req);
+    }
+
+    /// Vowels of an opening play placed orthogonally beside a letter premium, which hand the
+    /// opponent a cheap double- or triple-letter hot spot.
+    fn opening_vowels(&self, ctx: Ctx, start: usize, end: usize) -> i32 {
+        let mut n = 0;
+        for p in start..=end {
+            let t = self.word[p];
+            if t == 0 || !ctx.dist.is_vowel(t) {
+                continue;
+            }
+            let (row, col) = if self.dir == ACROSS { (self.lane_no, p) } else { (p, self.lane_no) };
+            let beside = [(0i32, 1i32), (0, -1), (1, 0), (-1, 0)].iter().any(|&(dr, dc)| {
+                let (r, c) = (row as i32 + dr, col as i32 + dc);
+                (0..DIM as i32).contains(&r) && (0..DIM as i32).contains(&c) && ctx.layout.is_letter_premium(r as usize, c as usize)
+            });
+            n += beside as i32;
+        }
+        n
+    }
+}
+
+fn symmetric(layout: &Layout) -> bool {
+    layout.letter_mult[ACROSS] == layout.letter_mult[DOWN] && layout.word_mult[ACROSS] == layout.word_mult[DOWN] && layout.start.0 == layout.start.1
+}

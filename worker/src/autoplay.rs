@@ -1,0 +1,146 @@
+//! `worker autoplay`: bot-vs-bot self-play on paired deals, in parallel, with the summary block
+//! and optional GCG/CSV logs.
+
+use crate::data::{load_leaves, Data, DataArgs};
+use anyhow::{bail, Context, Result};
+use engine::autoplay::{play_leg, Outcome};
+use engine::bots::{BotSpec, Player};
+use engine::gcg::{write_csv, write_gcg, CSV_HEADER};
+use engine::leaves::Klv;
+use engine::movegen::Generator;
+use engine::stats::Summary;
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    data: DataArgs,
+    /// Bot 1: `greedy`, `static`, or `softmax:t=1.0,bag=60`.
+    #[arg(long)]
+    bot1: String,
+    /// Bot 2.
+    #[arg(long)]
+    bot2: String,
+    /// Number of games (even when paired: each deal is played twice, seats swapped).
+    #[arg(long)]
+    games: u64,
+    /// Seed of the whole run; every deal and every bot's random choice derives from it.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Leave table (`.klv2`; default: the shipped table).
+    #[arg(long)]
+    leaves: Option<PathBuf>,
+    /// Write one `.gcg` per game and `turns.csv` here.
+    #[arg(long)]
+    log_dir: Option<PathBuf>,
+    /// Play every deal once (alternating who starts) instead of twice.
+    #[arg(long)]
+    unpaired: bool,
+}
+
+/// A match to play: two bots on shared data.
+pub struct Match<'a> {
+    pub data: &'a Data,
+    pub specs: [BotSpec; 2],
+    pub leaves: Option<Arc<Klv>>,
+    pub seed: u64,
+    pub games: u64,
+    pub paired: bool,
+}
+
+impl Match<'_> {
+    fn bots(&self) -> [Box<dyn Player>; 2] {
+        [self.specs[0].build(self.leaves.clone()), self.specs[1].build(self.leaves.clone())]
+    }
+
+    /// Play all games on the current rayon pool; `each` sees every finished game.
+    pub fn play(&self, each: &(dyn Fn(&engine::autoplay::GameRecord) -> Result<()> + Sync)) -> Result<Vec<Outcome>> {
+        let ctx = self.data.ctx();
+        let mut outcomes: Vec<Outcome> = (0..self.games)
+            .into_par_iter()
+            .map_init(
+                || (self.bots(), Generator::new()),
+                |(bots, mg), i| {
+                    let (pair, leg) = if self.paired { (i / 2, (i % 2) as usize) } else { (i, (i % 2) as usize) };
+                    let rec = play_leg(ctx, bots, self.seed, pair, leg, mg);
+                    each(&rec)?;
+                    Ok(rec.outcome())
+                },
+            )
+            .collect::<Result<_>>()?;
+        outcomes.sort_by_key(|o| o.id);
+        Ok(outcomes)
+    }
+}
+
+/// Display names of the two bots, told apart when both are the same spec.
+pub fn names(specs: &[BotSpec; 2]) -> [String; 2] {
+    let (a, b) = (specs[0].to_string(), specs[1].to_string());
+    if a == b { [format!("{a}#1"), format!("{b}#2")] } else { [a, b] }
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let specs = [BotSpec::parse(&a.bot1).context("--bot1")?, BotSpec::parse(&a.bot2).context("--bot2")?];
+    if a.games == 0 {
+        bail!("--games: must be at least 1");
+    }
+    if !a.unpaired && a.games % 2 == 1 {
+        bail!("--games: paired play needs an even number of games (or pass --unpaired)");
+    }
+    let data = a.data.load()?;
+    let leaves = if specs.iter().any(BotSpec::uses_leaves) { load_leaves(a.leaves.as_deref())?.map(Arc::new) } else { None };
+    if leaves.is_none() && specs.iter().any(BotSpec::uses_leaves) {
+        eprintln!("warning: no leave table found; equity bots play on score alone");
+    }
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+    let names = names(&specs);
+    let m = Match { data: &data, specs, leaves, seed: a.seed, games: a.games, paired: !a.unpaired };
+
+    let csv = match &a.log_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+            let path = dir.join("turns.csv");
+            let mut f = std::io::BufWriter::new(std::fs::File::create(&path).with_context(|| format!("{}: cannot create", path.display()))?);
+            writeln!(f, "{CSV_HEADER}")?;
+            Some(Mutex::new(f))
+        }
+        None => None,
+    };
+    let bar = ProgressBar::new(a.games).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} games  {per_sec}  eta {eta}").expect("valid template"),
+    );
+    let start = Instant::now();
+    let name_refs = [names[0].as_str(), names[1].as_str()];
+    let outcomes = pool.install(|| {
+        m.play(&|rec| {
+            if let (Some(dir), Some(csv)) = (&a.log_dir, &csv) {
+                let seats = [name_refs[rec.seat_bot[0]], name_refs[rec.seat_bot[1]]];
+                let path = dir.join(format!("game-{:06}.gcg", rec.id));
+                std::fs::write(&path, write_gcg(&rec.game, seats, &data.dist)).with_context(|| format!("{}: cannot write", path.display()))?;
+                let rows = write_csv(rec, name_refs, &data.dist);
+                csv.lock().expect("csv writer").write_all(rows.as_bytes())?;
+            }
+            bar.inc(1);
+            Ok(())
+        })
+    })?;
+    bar.finish_and_clear();
+    if let Some(csv) = csv {
+        csv.into_inner().expect("csv writer").flush()?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let mut summary = Summary::default();
+    outcomes.iter().for_each(|o| summary.add(o));
+    print!("{}", summary.report(name_refs));
+    println!("Seed: {}  Threads: {threads}  Time: {secs:.2}s  Games per second: {:.1}", a.seed, a.games as f64 / secs);
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! Finding and loading the data files: the shipped lexica folder, lexicons (KWG or word list),
+//! leave tables, distributions and layouts.
+
+use anyhow::{Context, Result};
+use engine::board::Layout;
+use engine::leaves::Klv;
+use engine::lexicon::{load_lexicon, Kwg};
+use engine::tiles::Distribution;
+use std::path::{Path, PathBuf};
+
+/// The shipped data folder: `$LEXHIVE_LEXICA`, else `./lexica`, else the source tree's.
+pub fn lexica_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("LEXHIVE_LEXICA") {
+        return d.into();
+    }
+    let here = PathBuf::from("lexica");
+    if here.join("enable.txt").exists() {
+        return here;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica")
+}
+
+/// Data shared by the commands that play: distribution, layout, lexicon, optional leaves.
+pub struct Data {
+    pub dist: Distribution,
+    pub layout: Layout,
+    pub kwg: Kwg,
+}
+
+impl Data {
+    pub fn ctx(&self) -> engine::movegen::Ctx<'_> {
+        engine::movegen::Ctx { kwg: &self.kwg, dist: &self.dist, layout: &self.layout }
+    }
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct DataArgs {
+    /// Lexicon: a `.kwg` graph or a plain word list (default: the shipped ENABLE list).
+    #[arg(long)]
+    pub lexicon: Option<PathBuf>,
+    /// Tile distribution file (default: lexica/english.dist).
+    #[arg(long)]
+    pub dist: Option<PathBuf>,
+    /// Board layout file (default: lexica/standard15.layout).
+    #[arg(long)]
+    pub layout: Option<PathBuf>,
+}
+
+impl DataArgs {
+    pub fn load(&self) -> Result<Data> {
+        let dist = match &self.dist {
+            Some(p) => Distribution::load(p)?,
+            None => Distribution::english(),
+        };
+        let layout = match &self.layout {
+            Some(p) => Layout::load(p)?,
+            None => Layout::standard(),
+        };
+        let kwg = match &self.lexicon {
+            Some(p) => load_lexicon(p, &dist)?,
+            None => shipped_kwg(&dist)?,
+        };
+        Ok(Data { dist, layout, kwg })
+    }
+}
+
+/// The shipped lexicon graph, built from `lexica/enable.txt` on first use.
+pub fn shipped_kwg(dist: &Distribution) -> Result<Kwg> {
+    let dir = lexica_dir();
+    let kwg_path = dir.join("enable.kwg");
+    if kwg_path.exists() {
+        return Ok(Kwg::load(&kwg_path)?);
+    }
+    let words = dir.join("enable.txt");
+    eprintln!("building {} from {} (first use)", kwg_path.display(), words.display());
+    let kwg = load_lexicon(&words, dist)?;
+    write_atomic(&kwg_path, &kwg.to_bytes())?;
+    Ok(kwg)
+}
+
+/// The leave table: the given file, else the shipped one if present.
+pub fn load_leaves(path: Option<&Path>) -> Result<Option<Klv>> {
+    match path {
+        Some(p) => Ok(Some(Klv::load(p)?)),
+        None => {
+            let shipped = lexica_dir().join("enable.klv2");
+            if shipped.exists() { Ok(Some(Klv::load(&shipped)?)) } else { Ok(None) }
+        }
+    }
+}
+
+/// Write via a temporary file and rename, so a crash never leaves half a file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
+    std::fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot rename into place", path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,53 @@
+//! `worker`: lexhive's local research commands (lexicon, movegen, autoplay, leaves, bench).
+//! Errors print one line naming what and where, and exit with status 2.
+
+mod autoplay;
+mod bench;
+mod data;
+mod leaves;
+mod lexicon;
+mod movegen;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "worker", version, about = "lexhive worker: engine research commands")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build and query lexicon graphs.
+    #[command(subcommand)]
+    Lexicon(lexicon::Cmd),
+    /// List the moves of a position.
+    Movegen(movegen::Args),
+    /// Play bots against each other on paired deals.
+    Autoplay(autoplay::Args),
+    /// Generate and inspect leave tables.
+    #[command(subcommand)]
+    Leaves(leaves::Cmd),
+    /// Measure move generation and self-play speed.
+    Bench(bench::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Lexicon(c) => lexicon::run(c),
+        Command::Movegen(a) => movegen::run(a),
+        Command::Autoplay(a) => autoplay::run(a),
+        Command::Leaves(c) => leaves::run(c),
+        Command::Bench(a) => bench::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
