@@ -131,11 +131,8 @@ impl Generator {
             self.exchanges(ctx, req);
         }
 
-        // On an empty board with a layout symmetric about the diagonal, down plays mirror across
-        // plays and rank after them, so the best-move search skips them.
-        let dirs = if self.opening && self.best_n.is_some() && symmetric(ctx.layout) { 1 } else { 2 };
         self.anchors.clear();
-        for dir in 0..dirs {
+        for dir in [ACROSS, DOWN] {
             for lane_no in 0..DIM {
                 self.load_lane(ctx, req, dir, lane_no);
                 let mut left_limit = 0;
@@ -440,8 +437,4 @@ impl Generator {
         }
         n
     }
-}
-
-fn symmetric(layout: &Layout) -> bool {
-    layout.letter_mult[ACROSS] == layout.letter_mult[DOWN] && layout.word_mult[ACROSS] == layout.word_mult[DOWN] && layout.start.0 == layout.start.1
 }

@@ -1,0 +1,82 @@
+//! The fast move generator against the reference, move for move and score for score, on
+//! positions from seeded self-play, on two very different lexicons.
+
+mod common;
+use common::*;
+use engine::board::Board;
+use engine::leaves::RackLeaves;
+use engine::movegen::{Generator, Mode, Request};
+use engine::moves::{rank, Kind};
+use engine::rng::mix;
+
+fn fast_moves(lex: &Lex, board: &Board, rack: &[u8], mg: &mut Generator) -> Vec<RefMove> {
+    let leaves = RackLeaves::new(rack, |_| 0);
+    let req = Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+    let mut v: Vec<RefMove> = mg
+        .generate(ctx(lex), &req, Mode::All)
+        .iter()
+        .filter(|m| m.kind == Kind::Place)
+        .map(|m| (m.dir(), m.lane as usize, m.start as usize, m.tiles().to_vec(), m.score))
+        .collect();
+    v.sort();
+    v
+}
+
+fn compare(lex: &Lex, count: usize, seed: u64) {
+    let mut mg = Generator::new();
+    let mut total = 0;
+    for (i, (board, rack)) in positions(lex, count, seed).iter().enumerate() {
+        let fast = fast_moves(lex, board, rack, &mut mg);
+        let slow = reference_moves(lex, board, rack);
+        if fast != slow {
+            let only_fast: Vec<_> = fast.iter().filter(|m| !slow.contains(m)).take(5).collect();
+            let only_slow: Vec<_> = slow.iter().filter(|m| !fast.contains(m)).take(5).collect();
+            panic!("position {i}: rack {rack:?}\nonly fast: {only_fast:?}\nonly reference: {only_slow:?}");
+        }
+        total += fast.len();
+    }
+    assert!(total > count * 20, "positions should have many moves (got {total})");
+}
+
+#[test]
+fn matches_reference_on_enable() {
+    compare(enable(), 240, 1);
+}
+
+#[test]
+fn matches_reference_on_a_second_lexicon() {
+    compare(scrambled(), 80, 2);
+}
+
+#[test]
+fn empty_board_zymurgy_scores_120() {
+    let lex = enable();
+    let rack = dist().parse_rack("ZYMURGY").unwrap();
+    let leaves = RackLeaves::new(&rack, |_| 0);
+    let board = Board::new();
+    let req = Request { board: &board, rack: &rack, leaves: &leaves, can_exchange: true, opening_vowel_penalty: 0 };
+    let best = Generator::new().generate(ctx(lex), &req, Mode::Best(1))[0];
+    assert_eq!(best.notation(dist(), |r, c| board.at(r, c)), "8D ZYMURGY");
+    assert_eq!(best.score, 120);
+}
+
+/// The pruned best-move search must return exactly the head of the full sorted list, for any
+/// leave values (here pseudo-random ones, which stress the bound).
+#[test]
+fn best_moves_equal_head_of_all_moves() {
+    let lex = enable();
+    let mut mg = Generator::new();
+    for (i, (board, rack)) in positions(lex, 300, 3).iter().enumerate() {
+        let leaves = RackLeaves::new(rack, |kept| {
+            let h = kept.iter().fold(i as u64, |h, &t| mix(h ^ t as u64));
+            (h % 60_000) as i32 - 30_000
+        });
+        let req = Request { board, rack, leaves: &leaves, can_exchange: i % 2 == 0, opening_vowel_penalty: 700 };
+        let all = mg.generate(ctx(lex), &req, Mode::All).to_vec();
+        assert!(all.windows(2).all(|w| rank(&w[0], &w[1]).is_lt()), "all-moves list is strictly ordered");
+        for n in [1, 5] {
+            let best = mg.generate(ctx(lex), &req, Mode::Best(n)).to_vec();
+            assert_eq!(best.as_slice(), &all[..n.min(all.len())], "position {i}, top {n}");
+        }
+    }
+}
