@@ -8,6 +8,7 @@ pub mod cgp;
 pub mod error;
 pub mod game;
 pub mod gcg;
+pub mod leavegen;
 pub mod leaves;
 pub mod lexicon;
 pub mod movegen;

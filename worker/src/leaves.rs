@@ -1,10 +1,84 @@
-//! `worker leaves`: generate leave tables by self-play; inspect them.
+//! `worker leaves generate|value`: make leave tables by iterated self-play; look values up.
 
+use crate::autoplay::Match;
+use crate::data::{load_leaves, write_atomic, DataArgs};
 use anyhow::Result;
+use engine::bots::BotSpec;
+use engine::leavegen::Samples;
+use engine::leaves::Klv;
+use engine::rng::derive;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 #[derive(clap::Subcommand)]
-pub enum Cmd {}
+pub enum Cmd {
+    /// Generate a leave table by self-play of the static bot, iterating from no table.
+    Generate {
+        #[command(flatten)]
+        data: DataArgs,
+        /// Games per iteration.
+        #[arg(long, default_value_t = 20_000)]
+        games: u64,
+        /// Iterations (each plays with the previous iteration's table).
+        #[arg(long, default_value_t = 3)]
+        iterations: u32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Output `.klv2` file.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Print the value of each leave (e.g. `?ERS`, `QU`) in a table.
+    Value {
+        /// Leave table (default: the shipped one).
+        #[arg(long)]
+        leaves: Option<PathBuf>,
+        #[arg(required = true)]
+        leave: Vec<String>,
+    },
+}
 
 pub fn run(cmd: Cmd) -> Result<()> {
-    match cmd {}
+    match cmd {
+        Cmd::Generate { data, games, iterations, seed, threads, out } => {
+            let data = data.load()?;
+            let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+            let mut table: Option<Arc<Klv>> = None;
+            for it in 0..iterations {
+                let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves: table.clone(), seed: derive(seed, it as u64), games, paired: false };
+                let samples = Mutex::new(Samples::new(&data.dist));
+                let bar = ProgressBar::new(games).with_style(ProgressStyle::with_template(&format!("iteration {}/{iterations} {{bar:40}} {{pos}}/{{len}} games  eta {{eta}}", it + 1)).expect("valid template"));
+                pool.install(|| {
+                    m.play(&|rec| {
+                        samples.lock().expect("samples").add_game(rec, table.as_deref(), &data.dist);
+                        bar.inc(1);
+                        Ok(())
+                    })
+                })?;
+                bar.finish_and_clear();
+                let samples = samples.into_inner().expect("samples");
+                let klv = samples.fit(&data.dist)?;
+                eprintln!("iteration {}: {} games, {} kept leaves observed, {} leaves in table", it + 1, games, samples.count, klv.len());
+                table = Some(Arc::new(klv));
+            }
+            let klv = table.expect("at least one iteration");
+            write_atomic(&out, &klv.to_bytes())?;
+            println!("{}: {} leaves (seed {seed}, {iterations} x {games} games)", out.display(), klv.len());
+            Ok(())
+        }
+        Cmd::Value { leaves, leave } => {
+            let klv = load_leaves(leaves.as_deref())?.ok_or_else(|| anyhow::anyhow!("no leave table: pass --leaves"))?;
+            let dist = engine::tiles::Distribution::english();
+            for l in leave {
+                let mut tiles = dist.parse_rack(&l).map_err(|m| anyhow::anyhow!("leave `{l}`: {m}"))?;
+                tiles.sort_unstable();
+                println!("{} {:.3}", dist.rack_string(&tiles), klv.value(&tiles));
+            }
+            Ok(())
+        }
+    }
 }
