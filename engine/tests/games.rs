@@ -1,0 +1,126 @@
+//! Rules, determinism and logs: every self-play game replays legally from its GCG.
+
+mod common;
+use common::*;
+use engine::autoplay::play_leg;
+use engine::bots::{BotSpec, Player};
+use engine::game::{Bag, End, Game, MoveError};
+use engine::gcg::{replay, write_gcg};
+use engine::leaves::RackLeaves;
+use engine::movegen::{Generator, Mode, Request};
+use engine::moves::{Kind, Move};
+
+fn bots(a: &str, b: &str) -> [Box<dyn Player>; 2] {
+    [BotSpec::parse(a).unwrap().build(None), BotSpec::parse(b).unwrap().build(None)]
+}
+
+#[test]
+fn every_self_play_game_replays_from_its_gcg() {
+    let lex = enable();
+    let mut mg = Generator::new();
+    let mut b = bots("static", "softmax:t=3,bag=20");
+    for i in 0..24 {
+        let rec = play_leg(ctx(lex), &mut b, 11, i / 2, (i % 2) as usize, &mut mg);
+        assert!(rec.game.is_over());
+        let gcg = write_gcg(&rec.game, ["static", "softmax"], dist());
+        let r = replay(&gcg, ctx(lex), "game.gcg").unwrap_or_else(|e| panic!("{e}\n{gcg}"));
+        assert_eq!(r.scores, rec.game.scores, "{gcg}");
+        assert_eq!(r.moves, rec.game.history.len());
+        assert_eq!(r.board.rows().collect::<Vec<_>>(), rec.game.board.rows().collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn a_gcg_with_a_wrong_score_or_an_illegal_play_is_rejected_at_its_line() {
+    let lex = enable();
+    let mut mg = Generator::new();
+    let rec = play_leg(ctx(lex), &mut bots("greedy", "greedy"), 3, 0, 0, &mut mg);
+    let gcg = write_gcg(&rec.game, ["a", "b"], dist());
+    let lines: Vec<&str> = gcg.lines().collect();
+    // Line 4 is the first move: change its score.
+    let first = lines[3];
+    let (head, _) = first.rsplit_once(" +").unwrap();
+    let total: i32 = first.rsplit(' ').next().unwrap().parse().unwrap();
+    let bad = gcg.replace(first, &format!("{head} +{} {}", total + 1, total + 1));
+    let err = replay(&bad, ctx(lex), "g.gcg").unwrap_err();
+    assert_eq!(err.place, "g.gcg:4", "{err}");
+    let bad = gcg.replace(first, ">p1: ABCDEFG 8H ZZZ +30 30");
+    assert_eq!(replay(&bad, ctx(lex), "g.gcg").unwrap_err().place, "g.gcg:4");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_game_and_paired_legs_share_the_deal() {
+    let lex = enable();
+    let mut mg = Generator::new();
+    let mut b = bots("softmax:t=2,bag=30", "static");
+    let a1 = play_leg(ctx(lex), &mut b, 5, 3, 0, &mut mg);
+    let a2 = play_leg(ctx(lex), &mut b, 5, 3, 0, &mut mg);
+    let b1 = play_leg(ctx(lex), &mut b, 5, 3, 1, &mut mg);
+    let moves = |g: &Game| g.history.iter().map(|t| t.mv).collect::<Vec<Move>>();
+    assert_eq!(moves(&a1.game), moves(&a2.game));
+    assert_eq!(a1.game.scores, a2.game.scores);
+    // Same bag order: the first player's opening rack is the same in both legs.
+    assert_eq!(a1.game.history[0].rack, b1.game.history[0].rack);
+    assert_eq!(a1.deal_seed, b1.deal_seed);
+    let other = play_leg(ctx(lex), &mut b, 6, 3, 0, &mut mg);
+    assert_ne!(moves(&a1.game), moves(&other.game));
+}
+
+fn endgame(racks: [&str; 2], bag: Vec<u8>) -> Game {
+    let mut g = Game::new(dist(), 1);
+    let mut rows = vec!["15".to_string(); 15];
+    rows[7] = "7CAT5".into();
+    let cgp = format!("{} {}/{} 100/90 0", rows.join("/"), racks[0], racks[1]);
+    let pos = engine::cgp::Position::parse(&cgp, dist()).unwrap();
+    let lex = enable();
+    let loaded = pos.into_game(&lex.kwg, dist(), 1);
+    g.board = loaded.board;
+    g.racks = loaded.racks;
+    g.scores = loaded.scores;
+    g.bag = Bag::from_tiles(bag, 1);
+    g
+}
+
+#[test]
+fn going_out_with_the_bag_empty_scores_twice_the_opponents_rack() {
+    let lex = enable();
+    let mut g = endgame(["S", "QZ"], vec![]);
+    let mut mg = Generator::new();
+    let leaves = RackLeaves::new(&g.racks[0], |_| 0);
+    let req = Request { board: &g.board, rack: &g.racks[0], leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+    let mv = mg.generate(ctx(lex), &req, Mode::Best(1))[0];
+    assert_eq!(mv.kind, Kind::Place);
+    g.play(ctx(lex), &mv);
+    assert_eq!(g.end, Some(End::WentOut { player: 0 }));
+    assert_eq!(g.scores[0], 100 + mv.score + 2 * 20);
+    assert_eq!(g.scores[1], 90);
+}
+
+#[test]
+fn six_scoreless_turns_end_the_game_with_racks_subtracted() {
+    let lex = enable();
+    let mut g = endgame(["QZ", "XJ"], vec![1, 2, 3]);
+    for turn in 0..6 {
+        assert!(!g.is_over(), "over after {turn} turns");
+        g.play(ctx(lex), &Move::PASS);
+    }
+    assert_eq!(g.end, Some(End::Scoreless));
+    assert_eq!(g.scores, [100 - 20, 90 - 16]);
+}
+
+#[test]
+fn exchanges_need_seven_tiles_in_the_bag() {
+    let lex = enable();
+    let mut mg = Generator::new();
+    let g = endgame(["QZ", "XJ"], vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(g.check(ctx(lex), &Move::exchange(&[17]), &mut mg), Err(MoveError::ExchangeBagTooSmall));
+    let g = endgame(["QZ", "XJ"], vec![1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(g.check(ctx(lex), &Move::exchange(&[17]), &mut mg), Ok(()));
+    assert_eq!(g.check(ctx(lex), &Move::exchange(&[1]), &mut mg), Err(MoveError::NotOnRack));
+    // The static bot never exchanges with a short bag.
+    let mut g = endgame(["QVVUUI", "XJ"], vec![1, 2, 3, 4, 5, 6]);
+    let mut b = bots("static", "static");
+    let mv = b[0].choose(ctx(lex), &g, &mut mg, &mut engine::rng::Rng::new(1));
+    assert_ne!(mv.kind, Kind::Exchange);
+    g.play(ctx(lex), &mv);
+}

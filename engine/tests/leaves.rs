@@ -1,0 +1,95 @@
+//! KLV2 leave tables: the format by hand, round trips, corrupt files, rack subsets.
+
+mod common;
+use common::*;
+use engine::leavegen::all_leaves;
+use engine::leaves::{Klv, RackLeaves};
+
+fn node(tile: u32, accepts: bool, end: bool, arc: u32) -> u32 {
+    tile << 24 | (accepts as u32) << 23 | (end as u32) << 22 | arc
+}
+
+/// A KLV2 file written byte by byte from the format description.
+fn hand_made() -> Vec<u8> {
+    let nodes = [
+        node(0, false, true, 2),
+        node(0, false, true, 0),
+        node(0, true, false, 5), // ?
+        node(1, true, false, 0), // A
+        node(2, true, true, 0),  // B
+        node(1, true, true, 0),  // ?A
+    ];
+    let values = [1.5f32, 2.5, 3.5, 4.5]; // ?, ?A, A, B in index order
+    let mut b = (nodes.len() as u32).to_le_bytes().to_vec();
+    nodes.iter().for_each(|n| b.extend_from_slice(&n.to_le_bytes()));
+    b.extend_from_slice(&(values.len() as u32).to_le_bytes());
+    values.iter().for_each(|v| b.extend_from_slice(&v.to_le_bytes()));
+    b
+}
+
+#[test]
+fn a_hand_written_klv2_reads_by_word_index() {
+    let k = Klv::from_bytes(&hand_made(), "hand.klv2").unwrap();
+    assert_eq!(k.value(&[0]), 1.5);
+    assert_eq!(k.value(&[0, 1]), 2.5);
+    assert_eq!(k.value(&[1]), 3.5);
+    assert_eq!(k.value(&[2]), 4.5);
+    assert_eq!(k.value(&[1, 2]), 0.0, "absent leave");
+    assert_eq!(k.value(&[]), 0.0);
+}
+
+#[test]
+fn built_tables_round_trip_and_cover_every_leave() {
+    let leaves = all_leaves(dist());
+    assert_eq!(leaves.len(), 914_624, "1- to 6-tile leaves of the English distribution");
+    let entries: Vec<(Vec<u8>, f32)> = leaves.iter().enumerate().map(|(i, l)| (l.clone(), (i % 1000) as f32 / 7.0)).collect();
+    let k = Klv::build(entries.clone()).unwrap();
+    let back = Klv::from_bytes(&k.to_bytes(), "mem").unwrap();
+    let mut want = entries;
+    want.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(back.entries(), want);
+    for (l, v) in want.iter().step_by(101) {
+        assert_eq!(back.value(l), *v);
+    }
+}
+
+#[test]
+fn corrupt_and_truncated_klv2_files_are_rejected() {
+    let good = hand_made();
+    for cut in [0, 3, 10, good.len() - 1] {
+        let err = Klv::from_bytes(&good[..cut], "t.klv2").unwrap_err();
+        assert!(err.to_string().starts_with("t.klv2: "), "{err}");
+    }
+    let mut extra = good.clone();
+    extra.extend_from_slice(&[0, 0, 0, 0]);
+    assert!(Klv::from_bytes(&extra, "t.klv2").is_err());
+    let mut wrong_count = good.clone();
+    let at = 4 + 6 * 4;
+    wrong_count[at..at + 4].copy_from_slice(&3u32.to_le_bytes());
+    wrong_count.truncate(good.len() - 4);
+    assert!(Klv::from_bytes(&wrong_count, "t.klv2").unwrap_err().to_string().contains("values"));
+    let mut nan = good.clone();
+    let n = nan.len();
+    nan[n - 4..].copy_from_slice(&f32::NAN.to_le_bytes());
+    assert!(Klv::from_bytes(&nan, "t.klv2").unwrap_err().to_string().contains("finite"));
+    let mut cycle = good;
+    cycle[4 + 5 * 4..4 + 6 * 4].copy_from_slice(&node(1, true, true, 2).to_le_bytes());
+    assert!(Klv::from_bytes(&cycle, "t.klv2").is_err());
+}
+
+#[test]
+fn rack_leaves_give_each_multiset_one_canonical_mask() {
+    let rack = dist().parse_rack("EE?SSTR").unwrap();
+    let rl = RackLeaves::new(&rack, |kept| kept.len() as i32 * 10 + kept.iter().map(|&t| t as i32).sum::<i32>());
+    let mut seen = std::collections::HashSet::new();
+    for used in 0u32..128 {
+        if RackLeaves::canonical(&rl.slots, used) {
+            let kept: Vec<u8> = (0..7).filter(|i| used >> i & 1 == 0).map(|i| rl.slots[i]).collect();
+            assert!(seen.insert(kept.clone()), "duplicate multiset {kept:?}");
+            assert_eq!(rl.by_used[used as usize], kept.len() as i32 * 10 + kept.iter().map(|&t| t as i32).sum::<i32>());
+        }
+    }
+    // 2 E, 2 S, and three singles: 3 * 3 * 2 * 2 * 2 multisets.
+    assert_eq!(seen.len(), 72);
+    assert_eq!(rl.best_by_count[0], rl.by_used[0]);
+}
