@@ -83,6 +83,11 @@ pub struct Generator {
     best_n: Option<usize>,
     opening: bool,
     anchors: Vec<(i32, u8, u8, u8, u8)>,
+    /// Letters with at least one tile left on the rack (blank aside).
+    rack_letters: u64,
+    /// Whether the full rack makes a bingo with no board tile (index 0) or through one board
+    /// tile of letter `l` (index `l`): 0 = not yet known, 1 = no, 2 = yes.
+    bingo: [u8; 64],
 }
 
 impl Default for Generator {
@@ -107,6 +112,8 @@ impl Generator {
             best_n: None,
             opening: false,
             anchors: Vec::with_capacity(256),
+            rack_letters: 0,
+            bingo: [0; 64],
         }
     }
 
@@ -124,6 +131,8 @@ impl Generator {
         self.full_rack = self.rack;
         self.rack_len = req.rack.len();
         self.opening = req.board.is_empty();
+        self.rack_letters = req.rack.iter().filter(|&&t| t != 0).fold(0, |m, &t| m | 1 << t);
+        self.bingo = [0; 64];
 
         // Non-placements first: in best mode they set a threshold that prunes anchors.
         self.push(Move { equity: req.leaves.by_used[0], ..Move::PASS }, ctx, req);
@@ -240,22 +249,44 @@ impl Generator {
     /// Admissible upper bound (millipoints) on the equity of any placement generated from
     /// anchor `a`: the placed tiles fill `k` consecutive empty squares of the window around the
     /// anchor; the best rack tile scores go on the best-paying squares (rearrangement
-    /// inequality), every cross-word counts, and the best leave for `k` tiles is added.
-    fn bound(&self, ctx: Ctx, req: &Request, a: usize, left_limit: usize) -> i32 {
-        let l = &self.lane;
+    /// inequality) or, if lower, each square gets the best tile its cross-set admits; every
+    /// cross-word counts; a bingo only where the rack can make one; plus the best leave for
+    /// `k` tiles.
+    fn bound(&mut self, ctx: Ctx, req: &Request, a: usize, left_limit: usize) -> i32 {
+        let l = self.lane;
+        let dist = ctx.dist;
         let mut scores = [0i32; 7];
         for (i, &t) in req.rack.iter().enumerate().take(7) {
-            scores[i] = ctx.dist.score(t);
+            scores[i] = dist.score(t);
         }
         let r = req.rack.len().min(7);
         scores[..r].sort_unstable_by(|x, y| y.cmp(x));
+        let blank = self.rack[0] > 0;
         let mut empties = [0usize; DIM];
+        // Best tile score each empty square admits, -1 if no rack tile fits there.
+        let mut cap = [0i32; DIM];
         let mut m = 0;
         for (p, &t) in l.tiles.iter().enumerate().skip(left_limit) {
-            if t == 0 {
-                empties[m] = p;
-                m += 1;
+            if t != 0 {
+                continue;
             }
+            let cross = l.cross[p] & dist.all_letters_mask();
+            let fits = cross & self.rack_letters;
+            cap[m] = if fits != 0 {
+                let mut best = 0;
+                let mut bits = fits;
+                while bits != 0 {
+                    best = best.max(dist.score(bits.trailing_zeros() as u8));
+                    bits &= bits - 1;
+                }
+                best
+            } else if blank && cross != 0 {
+                0
+            } else {
+                -1
+            };
+            empties[m] = p;
+            m += 1;
         }
         let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
         let mut best = i32::MIN;
@@ -265,7 +296,7 @@ impl Generator {
                     break;
                 }
                 let sq = &empties[j..j + k];
-                if sq.iter().any(|&p| l.cross[p] & ctx.dist.all_letters_mask() == 0) {
+                if cap[j..j + k].iter().any(|&c| c < 0) {
                     continue;
                 }
                 let (mut lo, mut hi) = (sq[0], sq[k - 1]);
@@ -275,25 +306,51 @@ impl Generator {
                 while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
                     hi += 1;
                 }
-                let existing: i32 = (lo..=hi).map(|p| ctx.dist.score(l.tiles[p])).sum();
+                if k == RACK_SIZE {
+                    let mut through = (lo..=hi).filter(|&p| l.tiles[p] != 0);
+                    let possible = match (through.next(), through.next()) {
+                        (None, _) => self.can_bingo(ctx, 0),
+                        (Some(p), None) => self.can_bingo(ctx, letter_of(l.tiles[p])),
+                        _ => true,
+                    };
+                    if !possible {
+                        continue;
+                    }
+                }
+                let existing: i32 = (lo..=hi).map(|p| dist.score(l.tiles[p])).sum();
                 let w: i32 = sq.iter().map(|&p| l.wm[p] as i32).product();
                 let mut fixed = existing * w + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
                 let mut coef = [0i32; 7];
-                for (c, &p) in coef.iter_mut().zip(sq) {
+                let mut capped = 0;
+                for (i, &p) in sq.iter().enumerate() {
                     let (lm, wm) = (l.lm[p] as i32, l.wm[p] as i32);
-                    *c = lm * w;
+                    coef[i] = lm * w;
                     if l.cross_score[p] >= 0 {
                         fixed += l.cross_score[p] as i32 * wm;
-                        *c += lm * wm;
+                        coef[i] += lm * wm;
                     }
+                    capped += coef[i] * cap[j + i];
                 }
                 coef[..k].sort_unstable_by(|x, y| y.cmp(x));
-                let tiles: i32 = coef[..k].iter().zip(&scores[..k]).map(|(c, s)| c * s).sum();
-                let eq = (fixed + tiles) * 1000 + req.leaves.best_by_count[k];
+                let paired: i32 = coef[..k].iter().zip(&scores[..k]).map(|(c, s)| c * s).sum();
+                let eq = (fixed + paired.min(capped)) * 1000 + req.leaves.best_by_count[k];
                 best = best.max(eq);
             }
         }
         best
+    }
+
+    /// Whether the full rack, plus board letter `through` (0 = none), spells a word.
+    fn can_bingo(&mut self, ctx: Ctx, through: u8) -> bool {
+        if self.bingo[through as usize] == 0 {
+            let mut counts = self.full_rack;
+            let len = self.rack_len + (through != 0) as usize;
+            if through != 0 {
+                counts[through as usize] += 1;
+            }
+            self.bingo[through as usize] = 1 + anagram(ctx.kwg, ctx.kwg.dawg_root(), &mut counts, len) as u8;
+        }
+        self.bingo[through as usize] == 2
     }
 
     fn extend(&mut self, ctx: Ctx, req: &Request, pos: usize, list: u32, left: bool, acc: Acc) {
@@ -310,10 +367,18 @@ impl Generator {
         if acc.placed as usize == self.rack_len {
             return;
         }
-        let cross = self.lane.cross[pos];
+        let fits = if self.rack[0] > 0 { !0 } else { self.rack_letters };
+        let allowed = self.lane.cross[pos] & fits & !1;
+        if allowed == 0 {
+            return;
+        }
+        let last = 63 - allowed.leading_zeros() as u8;
         for n in kwg.siblings(list) {
             let t = kwg.tile(n);
-            if t == SEPARATOR || cross >> t & 1 == 0 {
+            if t > last {
+                break;
+            }
+            if allowed >> t & 1 == 0 {
                 continue;
             }
             if self.rack[t as usize] > 0 {
@@ -332,6 +397,9 @@ impl Generator {
         // Tiles of one kind use their rack slots in order, keeping leave masks canonical.
         let slot = (req.leaves.first_slot[rt] + self.full_rack[rt] - self.rack[rt]) as u32;
         self.rack[rt] -= 1;
+        if self.rack[rt] == 0 {
+            self.rack_letters &= !(1 << rt);
+        }
         self.word[pos] = tile;
         let l = &self.lane;
         let ts = ctx.dist.score(tile);
@@ -347,6 +415,7 @@ impl Generator {
         };
         self.go_on(ctx, req, pos, n, left, acc);
         self.rack[rt] += 1;
+        self.rack_letters |= 1 << rt;
     }
 
     fn go_on(&mut self, ctx: Ctx, req: &Request, pos: usize, n: u32, left: bool, acc: Acc) {
@@ -437,4 +506,20 @@ impl Generator {
         }
         n
     }
+}
+
+/// Whether the tiles in `counts` (blanks at 0) spell a word of exactly `len` letters.
+fn anagram(kwg: &Kwg, list: u32, counts: &mut [u8; 64], len: usize) -> bool {
+    for n in kwg.siblings(list) {
+        let t = kwg.tile(n) as usize;
+        // A real tile is never worse than a blank for the same letter.
+        let use_tile = if counts[t] > 0 { t } else if counts[0] > 0 { 0 } else { continue };
+        counts[use_tile] -= 1;
+        let found = if len == 1 { kwg.accepts(n) } else { kwg.arc(n) != 0 && anagram(kwg, kwg.arc(n), counts, len - 1) };
+        counts[use_tile] += 1;
+        if found {
+            return true;
+        }
+    }
+    false
 }

@@ -1,10 +1,105 @@
-//! `worker bench`.
+//! `worker bench`: move generation and self-play speed on positions from seeded self-play.
 
-use anyhow::Result;
+use crate::autoplay::Match;
+use crate::data::{load_leaves, DataArgs};
+use anyhow::{bail, Result};
+use engine::autoplay::play_leg;
+use engine::bots::{BotSpec, StaticBot, OPENING_VOWEL_PENALTY};
+use engine::game::{Game, MIN_BAG_TO_EXCHANGE};
+use engine::movegen::{Generator, Mode, Request};
+use engine::leaves::RackLeaves;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    data: DataArgs,
+    /// Leave table (default: the shipped one).
+    #[arg(long)]
+    leaves: Option<PathBuf>,
+    /// Positions sampled from self-play for the generation benchmarks.
+    #[arg(long, default_value_t = 2000)]
+    positions: usize,
+    /// Games for the self-play benchmarks.
+    #[arg(long, default_value_t = 1000)]
+    games: u64,
+    /// Threads for the all-threads self-play run (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
 
-pub fn run(_a: Args) -> Result<()> {
+pub fn run(a: Args) -> Result<()> {
+    let data = a.data.load()?;
+    let Some(klv) = load_leaves(a.leaves.as_deref())?.map(Arc::new) else { bail!("no leave table: pass --leaves") };
+    let ctx = data.ctx();
+    let mut mg = Generator::new();
+
+    // Positions (with the static bot's leave values) from static-vs-static games.
+    let eval = StaticBot::new(Some(klv.clone()));
+    let mut bots = [BotSpec::Static.build(Some(klv.clone())), BotSpec::Static.build(Some(klv.clone()))];
+    let mut positions: Vec<(Game, RackLeaves)> = Vec::with_capacity(a.positions);
+    let mut pair = 0;
+    while positions.len() < a.positions {
+        let rec = play_leg(ctx, &mut bots, a.seed, pair, 0, &mut mg);
+        pair += 1;
+        let mut replay = Game::new(&data.dist, rec.deal_seed);
+        for t in &rec.game.history {
+            if positions.len() < a.positions {
+                positions.push((replay.clone(), eval.rack_leaves(ctx, &replay)));
+            }
+            replay.play(ctx, &t.mv);
+        }
+    }
+
+    let start = Instant::now();
+    let mut moves = 0usize;
+    let mut rounds = 0;
+    while rounds == 0 || start.elapsed().as_secs_f64() < 2.0 {
+        for (g, leaves) in &positions {
+            moves += mg.generate(ctx, &request(g, leaves), Mode::All).len();
+        }
+        rounds += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!("all-moves generation: {:.0} moves/s ({:.0} positions/s, {:.0} moves per position; 1 thread)", moves as f64 / secs, (rounds * positions.len()) as f64 / secs, moves as f64 / (rounds * positions.len()) as f64);
+
+    let start = Instant::now();
+    let mut evals = 0usize;
+    while evals == 0 || start.elapsed().as_secs_f64() < 2.0 {
+        for (g, _) in &positions {
+            let leaves = eval.rack_leaves(ctx, g);
+            std::hint::black_box(mg.generate(ctx, &request(g, &leaves), Mode::Best(1)));
+            evals += 1;
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!("best-move static evaluation: {:.0} positions/s (leave lookups included; 1 thread)", evals as f64 / secs);
+
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    for t in [1, threads] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
+        let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves: Some(klv.clone()), seed: a.seed, games: a.games, paired: true };
+        let start = Instant::now();
+        pool.install(|| m.play(&|_| Ok(())))?;
+        let secs = start.elapsed().as_secs_f64();
+        println!("static-vs-static self-play: {:.1} games/s on {t} thread(s), {:.1} games per CPU-second", a.games as f64 / secs, a.games as f64 / secs / t as f64);
+        if threads == 1 {
+            break;
+        }
+    }
     Ok(())
+}
+
+fn request<'a>(g: &'a Game, leaves: &'a RackLeaves) -> Request<'a> {
+    Request {
+        board: &g.board,
+        rack: &g.racks[g.on_turn],
+        leaves,
+        can_exchange: g.bag.len() >= MIN_BAG_TO_EXCHANGE,
+        opening_vowel_penalty: OPENING_VOWEL_PENALTY,
+    }
 }

@@ -91,7 +91,8 @@ pub fn load_leaves(path: Option<&Path>) -> Result<Option<Klv>> {
 
 /// Write via a temporary file and rename, so a crash never leaves half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let tmp = path.with_extension(format!("{ext}.{}.tmp", std::process::id()));
     std::fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot rename into place", path.display()))?;
     Ok(())

@@ -1,0 +1,124 @@
+//! The `worker` binary as users and scripts meet it: real processes, real files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn worker(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_worker")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lexhive-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn enable_txt() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica/enable.txt").display().to_string()
+}
+
+const EMPTY: &str = "15/15/15/15/15/15/15/15/15/15/15/15/15/15/15";
+
+#[test]
+fn lexicon_build_then_check() {
+    let d = temp("lex");
+    let words = d.join("w.txt");
+    std::fs::write(&words, "cat\nCATS\nact\nTa\nat\n").unwrap();
+    let kwg = d.join("w.kwg");
+    let o = worker(&["lexicon", "build", "--words", words.to_str().unwrap(), "--out", kwg.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("5 words"));
+    let o = worker(&["lexicon", "check", kwg.to_str().unwrap(), "cats", "TAC", "at"]);
+    assert_eq!(stdout(&o), "CATS valid\nTAC invalid\nAT valid\n");
+    // The plain list works wherever a lexicon is taken.
+    let o = worker(&["lexicon", "check", words.to_str().unwrap(), "act"]);
+    assert_eq!(stdout(&o), "ACT valid\n");
+}
+
+#[test]
+fn bad_word_lists_and_graphs_fail_with_file_and_line_and_status_2() {
+    let d = temp("badlex");
+    let words = d.join("bad.txt");
+    std::fs::write(&words, "cat\ndog\nca7\n").unwrap();
+    let out = d.join("bad.kwg");
+    let o = worker(&["lexicon", "build", "--words", words.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.txt:3"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1);
+    assert!(!out.exists(), "nothing half-written");
+    let corrupt = d.join("corrupt.kwg");
+    std::fs::write(&corrupt, [1u8, 2, 3, 4, 5, 6]).unwrap();
+    let o = worker(&["lexicon", "check", corrupt.to_str().unwrap(), "cat"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("corrupt.kwg"), "{}", stderr(&o));
+    let o = worker(&["movegen", "--lexicon", d.join("nope.kwg").to_str().unwrap(), "--cgp", &format!("{EMPTY} CAT/ 0/0 0")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nope.kwg") && stderr(&o).contains("cannot read"), "{}", stderr(&o));
+}
+
+#[test]
+fn movegen_prints_best_first_in_the_contract_format() {
+    let cgp = format!("{EMPTY} ZYMURGY/ 0/0 0");
+    let o = worker(&["movegen", "--lexicon", &enable_txt(), "--cgp", &cgp, "--top", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[0].starts_with("8D ZYMURGY 120 "), "{out}");
+    let all = worker(&["movegen", "--lexicon", &enable_txt(), "--cgp", &format!("{EMPTY} AEINRST/ 0/0 0"), "--all"]);
+    let all = stdout(&all);
+    let equities: Vec<f64> = all.lines().map(|l| l.rsplit(' ').next().unwrap().parse().unwrap()).collect();
+    assert!(equities.windows(2).all(|w| w[0] >= w[1]), "best first");
+    assert!(all.lines().any(|l| l.starts_with("-AEINRST 0 ")), "exchanges listed");
+    assert!(all.lines().any(|l| l.starts_with("- 0 ")), "pass listed");
+    assert!(all.lines().any(|l| l.starts_with("H4 RETAINS 66 ") || l.starts_with("8D RETAINS ")), "{}", &all[..200]);
+}
+
+#[test]
+fn malformed_positions_fail_with_the_field_named_and_status_2() {
+    for (cgp, want) in [("15/15 A/ 0/0 0", "CGP board"), (&format!("{EMPTY} A#/ 0/0 0") as &str, "CGP rack on turn")] {
+        let o = worker(&["movegen", "--lexicon", &enable_txt(), "--cgp", cgp]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains(want), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"));
+    }
+}
+
+#[test]
+fn autoplay_summary_logs_and_thread_independence() {
+    let d = temp("auto");
+    let run = |threads: &str, log: Option<&Path>| {
+        let mut args = vec!["autoplay", "--bot1", "static", "--bot2", "softmax:t=2,bag=40", "--games", "6", "--seed", "9", "--threads", threads];
+        let l;
+        if let Some(p) = log {
+            l = p.display().to_string();
+            args.extend(["--log-dir", &l]);
+        }
+        let o = worker(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let one = run("1", Some(&d));
+    let two = run("2", None);
+    let first_wins = one.lines().find(|l| l.contains("wins:")).unwrap();
+    assert!(first_wins.starts_with("static wins: "), "{one}");
+    assert!(one.starts_with("Games played: 6\n"));
+    let body = |s: &str| s.lines().filter(|l| !l.starts_with("Seed:")).map(String::from).collect::<Vec<_>>();
+    assert_eq!(body(&one), body(&two), "results do not depend on the thread count");
+    let gcgs = std::fs::read_dir(&d).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "gcg")).count();
+    assert_eq!(gcgs, 6);
+    let csv = std::fs::read_to_string(d.join("turns.csv")).unwrap();
+    assert!(csv.starts_with("game_id,turn,player,rack,move,score,total,tiles_played,leave,equity,bag\n"));
+    assert!(csv.lines().count() > 6 * 15);
+    let o = worker(&["autoplay", "--bot1", "static", "--bot2", "nosuchbot", "--games", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nosuchbot"));
+}
