@@ -123,11 +123,10 @@ impl StaticBot {
             let opp = Game::rack_value(ctx.dist, &game.racks[1 - game.on_turn]);
             RackLeaves::new(rack, |kept| if kept.is_empty() { 2000 * opp } else { -2000 * Game::rack_value(ctx.dist, kept) })
         } else {
-            let klv = self.leaves.as_deref();
-            RackLeaves::new(rack, |kept| match klv {
-                Some(k) if !kept.is_empty() && kept.len() < crate::movegen::RACK_SIZE => (k.value(kept) as f64 * 1000.0).round() as i32,
-                _ => 0,
-            })
+            match self.leaves.as_deref() {
+                Some(klv) => RackLeaves::from_klv(rack, klv),
+                None => RackLeaves::new(rack, |_| 0),
+            }
         }
     }
 }

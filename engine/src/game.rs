@@ -94,16 +94,13 @@ pub enum End {
     Scoreless,
 }
 
-/// One turn of a finished or running game, for logs.
+/// One turn of a finished or running game, for logs. (Played-through tiles never change, so
+/// a move's notation can be written from the final board.)
 #[derive(Clone, Debug)]
 pub struct Turn {
     pub player: usize,
     pub rack: Vec<u8>,
     pub mv: Move,
-    /// The move in notation (`8D WORD`, `-TILES`, `-`), as on the board before the move.
-    pub notation: String,
-    /// The move in GCG form (played-through tiles as `.`).
-    pub gcg: String,
     pub score: i32,
     pub total: i32,
     pub bag_after: usize,
@@ -191,9 +188,6 @@ impl Game {
     pub fn play(&mut self, ctx: Ctx, mv: &Move) {
         debug_assert!(!self.is_over());
         let p = self.on_turn;
-        let board_tile = |r: usize, c: usize| self.board.at(r, c);
-        let notation = mv.notation(ctx.dist, board_tile);
-        let gcg = gcg_move(mv, ctx.dist);
         let rack_before = self.racks[p].clone();
         for t in mv.rack_tiles() {
             let i = self.racks[p].iter().position(|&x| x == t).expect("move tiles are on the rack");
@@ -219,8 +213,6 @@ impl Game {
             player: p,
             rack: rack_before,
             mv: *mv,
-            notation,
-            gcg,
             score: mv.score,
             total: self.scores[p],
             bag_after: self.bag.len(),
@@ -250,18 +242,6 @@ impl Game {
             std::cmp::Ordering::Less => Some(1),
             std::cmp::Ordering::Equal => None,
         }
-    }
-}
-
-/// A move as GCG writes it: `8D WORD` with played-through tiles as `.`, `-TILES`, or `-`.
-pub fn gcg_move(mv: &Move, dist: &Distribution) -> String {
-    match mv.kind {
-        Kind::Place => {
-            let word: String = mv.tiles().iter().map(|&t| if t == 0 { '.' } else { dist.board_char(t) }).collect();
-            format!("{} {word}", mv.coord())
-        }
-        Kind::Exchange => format!("-{}", dist.rack_string(mv.tiles())),
-        Kind::Pass => "-".into(),
     }
 }
 

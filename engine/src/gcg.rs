@@ -19,7 +19,7 @@ pub fn write_gcg(game: &Game, names: [&str; 2], dist: &Distribution) -> String {
         let _ = writeln!(s, "#player{} {} {}", p + 1, nick[p], names[p]);
     }
     for t in &game.history {
-        let _ = writeln!(s, ">{}: {} {} {:+} {}", nick[t.player], dist.rack_string(&t.rack), t.gcg, t.score, t.total);
+        let _ = writeln!(s, ">{}: {} {} {:+} {}", nick[t.player], dist.rack_string(&t.rack), gcg_move(&t.mv, dist), t.score, t.total);
     }
     for a in &game.adjustments {
         let rack = dist.rack_string(&a.rack);
@@ -33,6 +33,18 @@ pub fn write_gcg(game: &Game, names: [&str; 2], dist: &Distribution) -> String {
 }
 
 pub const CSV_HEADER: &str = "game_id,turn,player,rack,move,score,total,tiles_played,leave,equity,bag";
+
+/// A move as GCG writes it: `8D WORD` with played-through tiles as `.`, `-TILES`, or `-`.
+pub fn gcg_move(mv: &Move, dist: &Distribution) -> String {
+    match mv.kind {
+        Kind::Place => {
+            let word: String = mv.tiles().iter().map(|&t| if t == 0 { '.' } else { dist.board_char(t) }).collect();
+            format!("{} {word}", mv.coord())
+        }
+        Kind::Exchange => format!("-{}", dist.rack_string(mv.tiles())),
+        Kind::Pass => "-".into(),
+    }
+}
 
 /// Per-turn CSV rows of one game (no header); `player` is the bot's name.
 pub fn write_csv(r: &GameRecord, names: [&str; 2], dist: &Distribution) -> String {
@@ -52,7 +64,7 @@ pub fn write_csv(r: &GameRecord, names: [&str; 2], dist: &Distribution) -> Strin
             i + 1,
             names[r.seat_bot[t.player]],
             dist.rack_string(&t.rack),
-            t.notation,
+            t.mv.notation(dist, |row, col| r.game.board.at(row, col)),
             t.score,
             t.total,
             t.mv.tiles_used(),

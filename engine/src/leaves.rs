@@ -74,34 +74,48 @@ impl Klv {
         self.values.is_empty()
     }
 
-    /// Word index of a sorted leave, if the table has it.
-    pub fn index(&self, leave: &[u8]) -> Option<usize> {
+    /// From sibling list `list`, reached with `idx` words before it, find `tile`: its node and
+    /// the index the word ending there would have.
+    #[inline]
+    fn step(&self, list: u32, mut idx: u32, tile: u8) -> Option<(u32, u32)> {
         let k = &self.kwg;
-        let mut idx = 0u32;
-        let mut list = k.dawg_root();
-        for (pos, &t) in leave.iter().enumerate() {
-            if list == 0 {
+        if list == 0 {
+            return None;
+        }
+        let mut i = list;
+        loop {
+            let t = k.tile(i);
+            if t == tile {
+                return Some((i, idx));
+            }
+            if t > tile || k.is_end(i) {
                 return None;
             }
-            let mut i = list;
-            loop {
-                let tile = k.tile(i);
-                if tile == t {
-                    break;
-                }
-                if tile > t || k.is_end(i) {
-                    return None;
-                }
-                idx += self.counts[i as usize] - self.counts[i as usize + 1];
-                i += 1;
-            }
-            if pos + 1 == leave.len() {
-                return k.accepts(i).then_some(idx as usize);
-            }
-            idx += k.accepts(i) as u32;
-            list = k.arc(i);
+            idx += self.counts[i as usize] - self.counts[i as usize + 1];
+            i += 1;
         }
-        None
+    }
+
+    /// Word index of a sorted leave, if the table has it.
+    pub fn index(&self, leave: &[u8]) -> Option<usize> {
+        let (mut list, mut idx) = (self.kwg.dawg_root(), 0);
+        let mut node = None;
+        for &t in leave {
+            if let Some(n) = node {
+                idx += self.kwg.accepts(n) as u32;
+                list = self.kwg.arc(n);
+            }
+            let (n, i) = self.step(list, idx, t)?;
+            node = Some(n);
+            idx = i;
+        }
+        node.filter(|&n| self.kwg.accepts(n)).map(|_| idx as usize)
+    }
+
+    /// Millipoints of a leave value, rounded: what equity uses.
+    #[inline]
+    pub fn millis(value: f32) -> i32 {
+        (value as f64 * 1000.0).round() as i32
     }
 
     /// Value of a sorted leave in points; 0 for the empty leave and unknown leaves.
@@ -191,6 +205,60 @@ impl RackLeaves {
             best_by_count[k] = best_by_count[k].max(v);
         }
         Self { slots, first_slot, by_used, best_by_count }
+    }
+
+    /// The table's values for every subset of `rack` (0 for keeping nothing or everything),
+    /// found in one walk of the leave graph that shares common prefixes.
+    pub fn from_klv(rack: &[u8], klv: &Klv) -> Self {
+        let mut slots = rack.to_vec();
+        slots.sort_unstable();
+        let mut first_slot = [0u8; 64];
+        for (i, &t) in slots.iter().enumerate().rev() {
+            first_slot[t as usize] = i as u8;
+        }
+        // (tile, count, first slot) per kind of tile on the rack.
+        let mut kinds = [(0u8, 0u8, 0u8); 7];
+        let mut n = 0;
+        for (i, &t) in slots.iter().enumerate() {
+            if i == 0 || slots[i - 1] != t {
+                kinds[n] = (t, 0, i as u8);
+                n += 1;
+            }
+            kinds[n - 1].1 += 1;
+        }
+        let mut out = Self { slots, first_slot, by_used: [i32::MIN; 128], best_by_count: [i32::MIN; 8] };
+        let root = klv.kwg.dawg_root();
+        out.walk(klv, &kinds[..n], root, 0, 0, 0, 0);
+        out
+    }
+
+    /// Keep 0..=count copies of the first kind, then recurse on the rest; `list`/`idx` are where
+    /// the kept tiles so far lead in the leave graph (`list` 0: not in the table).
+    #[allow(clippy::too_many_arguments)]
+    fn walk(&mut self, klv: &Klv, kinds: &[(u8, u8, u8)], list: u32, idx: u32, value: i32, kept: usize, used: u32) {
+        let Some((&(tile, count, first), rest)) = kinds.split_first() else {
+            let v = if kept == 0 || kept >= crate::movegen::RACK_SIZE { 0 } else { value };
+            self.by_used[used as usize] = v;
+            let k = used.count_ones() as usize;
+            self.best_by_count[k] = self.best_by_count[k].max(v);
+            return;
+        };
+        let (mut list, mut idx, mut value) = (list, idx, value);
+        for keep in 0..=count {
+            if keep > 0 {
+                match klv.step(list, idx, tile) {
+                    Some((n, i)) => {
+                        let accepts = klv.kwg.accepts(n);
+                        value = if accepts { Klv::millis(klv.values[i as usize]) } else { 0 };
+                        idx = i + accepts as u32;
+                        list = klv.kwg.arc(n);
+                    }
+                    None => (list, value) = (0, 0),
+                }
+            }
+            let use_bits = ((1u32 << (count - keep)) - 1) << first;
+            self.walk(klv, rest, list, idx, value, kept + keep as usize, used | use_bits);
+        }
     }
 
     /// A mask is canonical when each tile kind's used slots are its first ones.

@@ -93,3 +93,16 @@ fn rack_leaves_give_each_multiset_one_canonical_mask() {
     assert_eq!(seen.len(), 72);
     assert_eq!(rl.best_by_count[0], rl.by_used[0]);
 }
+
+#[test]
+fn rack_leaves_from_the_table_walk_equal_one_lookup_per_subset() {
+    let lex = enable();
+    let entries: Vec<(Vec<u8>, f32)> = all_leaves(dist()).into_iter().enumerate().filter(|(i, _)| i % 3 != 0).map(|(i, l)| (l, ((i * 7919) % 4001) as f32 / 100.0 - 20.0)).collect();
+    let klv = Klv::build(entries).unwrap();
+    for (_, rack) in positions(lex, 200, 4) {
+        let fast = RackLeaves::from_klv(&rack, &klv);
+        let slow = RackLeaves::new(&rack, |kept| if kept.is_empty() || kept.len() >= 7 { 0 } else { Klv::millis(klv.value(kept)) });
+        assert_eq!(fast.by_used, slow.by_used, "rack {rack:?}");
+        assert_eq!(fast.best_by_count, slow.best_by_count);
+    }
+}
