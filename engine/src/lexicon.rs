@@ -195,8 +195,56 @@ impl Kwg {
         let gaddag_root = b.list(&gaddag, 0)?;
         b.nodes[0] = IS_END | dawg_root;
         b.nodes[1] = IS_END | gaddag_root;
-        Self::from_nodes(b.nodes, "built graph")
+        Self::from_nodes(breadth_first(&b.nodes), "built graph")
     }
+}
+
+/// Lay the sibling lists out breadth-first from the roots (GADDAG first, the move generator's
+/// hot path): the upper levels, which every search visits, end up together in a few cache lines.
+fn breadth_first(old: &[u32]) -> Vec<u32> {
+    let mut new_at = vec![u32::MAX; old.len()];
+    let mut order = Vec::new();
+    let mut queue = std::collections::VecDeque::new();
+    let mut next = 2u32;
+    for root in [old[1] & ARC_MASK, old[0] & ARC_MASK] {
+        if root != 0 && new_at[root as usize] == u32::MAX {
+            new_at[root as usize] = 0;
+            queue.push_back(root);
+        }
+    }
+    while let Some(list) = queue.pop_front() {
+        new_at[list as usize] = next;
+        order.push(list);
+        let mut i = list;
+        loop {
+            next += 1;
+            let child = old[i as usize] & ARC_MASK;
+            if child != 0 && new_at[child as usize] == u32::MAX {
+                new_at[child as usize] = 0; // queued
+                queue.push_back(child);
+            }
+            if old[i as usize] & IS_END != 0 {
+                break;
+            }
+            i += 1;
+        }
+    }
+    let relink = |n: u32| {
+        let arc = n & ARC_MASK;
+        if arc == 0 { n } else { (n & !ARC_MASK) | new_at[arc as usize] }
+    };
+    let mut nodes = vec![relink(old[0]), relink(old[1])];
+    for list in order {
+        let mut i = list;
+        loop {
+            nodes.push(relink(old[i as usize]));
+            if old[i as usize] & IS_END != 0 {
+                break;
+            }
+            i += 1;
+        }
+    }
+    nodes
 }
 
 /// Bottom-up minimising builder: each distinct sibling list (with its children already

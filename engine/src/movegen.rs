@@ -85,9 +85,6 @@ pub struct Generator {
     anchors: Vec<(i32, u8, u8, u8, u8)>,
     /// Letters with at least one tile left on the rack (blank aside).
     rack_letters: u64,
-    /// Whether the full rack makes a bingo with no board tile (index 0) or through one board
-    /// tile of letter `l` (index `l`): 0 = not yet known, 1 = no, 2 = yes.
-    bingo: [u8; 64],
 }
 
 impl Default for Generator {
@@ -113,7 +110,6 @@ impl Generator {
             opening: false,
             anchors: Vec::with_capacity(256),
             rack_letters: 0,
-            bingo: [0; 64],
         }
     }
 
@@ -132,7 +128,6 @@ impl Generator {
         self.rack_len = req.rack.len();
         self.opening = req.board.is_empty();
         self.rack_letters = req.rack.iter().filter(|&&t| t != 0).fold(0, |m, &t| m | 1 << t);
-        self.bingo = [0; 64];
 
         // Non-placements first: in best mode they set a threshold that prunes anchors.
         self.push(Move { equity: req.leaves.by_used[0], ..Move::PASS }, ctx, req);
@@ -250,10 +245,10 @@ impl Generator {
     /// anchor `a`: the placed tiles fill `k` consecutive empty squares of the window around the
     /// anchor; the best rack tile scores go on the best-paying squares (rearrangement
     /// inequality) or, if lower, each square gets the best tile its cross-set admits; every
-    /// cross-word counts; a bingo only where the rack can make one; plus the best leave for
-    /// `k` tiles.
-    fn bound(&mut self, ctx: Ctx, req: &Request, a: usize, left_limit: usize) -> i32 {
-        let l = self.lane;
+    /// cross-word counts; plus the best leave for `k` tiles. (Checking whether the rack can
+    /// make a bingo at all cost more time than the anchors it pruned.)
+    fn bound(&self, ctx: Ctx, req: &Request, a: usize, left_limit: usize) -> i32 {
+        let l = &self.lane;
         let dist = ctx.dist;
         let mut scores = [0i32; 7];
         for (i, &t) in req.rack.iter().enumerate().take(7) {
@@ -306,17 +301,6 @@ impl Generator {
                 while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
                     hi += 1;
                 }
-                if k == RACK_SIZE {
-                    let mut through = (lo..=hi).filter(|&p| l.tiles[p] != 0);
-                    let possible = match (through.next(), through.next()) {
-                        (None, _) => self.can_bingo(ctx, 0),
-                        (Some(p), None) => self.can_bingo(ctx, letter_of(l.tiles[p])),
-                        _ => true,
-                    };
-                    if !possible {
-                        continue;
-                    }
-                }
                 let existing: i32 = (lo..=hi).map(|p| dist.score(l.tiles[p])).sum();
                 let w: i32 = sq.iter().map(|&p| l.wm[p] as i32).product();
                 let mut fixed = existing * w + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
@@ -338,19 +322,6 @@ impl Generator {
             }
         }
         best
-    }
-
-    /// Whether the full rack, plus board letter `through` (0 = none), spells a word.
-    fn can_bingo(&mut self, ctx: Ctx, through: u8) -> bool {
-        if self.bingo[through as usize] == 0 {
-            let mut counts = self.full_rack;
-            let len = self.rack_len + (through != 0) as usize;
-            if through != 0 {
-                counts[through as usize] += 1;
-            }
-            self.bingo[through as usize] = 1 + anagram(ctx.kwg, ctx.kwg.dawg_root(), &mut counts, len) as u8;
-        }
-        self.bingo[through as usize] == 2
     }
 
     fn extend(&mut self, ctx: Ctx, req: &Request, pos: usize, list: u32, left: bool, acc: Acc) {
@@ -506,20 +477,4 @@ impl Generator {
         }
         n
     }
-}
-
-/// Whether the tiles in `counts` (blanks at 0) spell a word of exactly `len` letters.
-fn anagram(kwg: &Kwg, list: u32, counts: &mut [u8; 64], len: usize) -> bool {
-    for n in kwg.siblings(list) {
-        let t = kwg.tile(n) as usize;
-        // A real tile is never worse than a blank for the same letter.
-        let use_tile = if counts[t] > 0 { t } else if counts[0] > 0 { 0 } else { continue };
-        counts[use_tile] -= 1;
-        let found = if len == 1 { kwg.accepts(n) } else { kwg.arc(n) != 0 && anagram(kwg, kwg.arc(n), counts, len - 1) };
-        counts[use_tile] += 1;
-        if found {
-            return true;
-        }
-    }
-    false
 }
