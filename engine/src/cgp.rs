@@ -46,7 +46,7 @@ impl Position {
                 if let Some(d) = c.to_digit(10) {
                     let mut n = d as usize;
                     while let Some(d2) = chars.peek().and_then(|c| c.to_digit(10)) {
-                        n = n * 10 + d2 as usize;
+                        n = (n * 10 + d2 as usize).min(DIM + 1);
                         chars.next();
                     }
                     if n == 0 {

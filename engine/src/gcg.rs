@@ -113,6 +113,9 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
         let num = |s: &str| s.parse::<i32>().map_err(|_| at(format!("`{s}` is not a number")));
         // End-of-game lines: `(RACK) +N T` or `RACK (RACK) -N T`.
         if f.iter().any(|x| x.starts_with('(')) {
+            if f.len() < 3 {
+                return Err(at("expected `(RACK) +POINTS TOTAL`".into()));
+            }
             let (pts, total) = (num(f[f.len() - 2].trim_start_matches('+'))?, num(f[f.len() - 1])?);
             scores[p] += pts;
             if scores[p] != total {
@@ -124,6 +127,9 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
             return Err(at("expected `RACK MOVE +SCORE TOTAL`".into()));
         }
         let rack = dist.parse_rack(f[0]).map_err(|m| at(m))?;
+        if rack.len() > crate::movegen::RACK_SIZE {
+            return Err(at(format!("rack `{}` has more than {} tiles", f[0], crate::movegen::RACK_SIZE)));
+        }
         let (score, total) = (num(f[f.len() - 2].trim_start_matches('+'))?, num(f[f.len() - 1])?);
         let mv_text = &f[1..f.len() - 2];
         let leaves = RackLeaves::new(&rack, |_| 0);

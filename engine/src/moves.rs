@@ -122,6 +122,9 @@ fn key(m: &Move) -> (u8, u8, u8, u8, u8, [u8; DIM]) {
 
 /// Parse a coordinate: `8D` (across) or `D8` (down) into (dir, row, col).
 pub fn parse_coord(s: &str) -> Option<(Dir, usize, usize)> {
+    if !s.is_ascii() {
+        return None;
+    }
     let b = s.as_bytes();
     let first = *b.first()?;
     let (dir, letter, digits) = if first.is_ascii_digit() {

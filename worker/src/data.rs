@@ -69,7 +69,9 @@ pub fn shipped_kwg(dist: &Distribution) -> Result<Kwg> {
     let dir = lexica_dir();
     let kwg_path = dir.join("enable.kwg");
     if kwg_path.exists() {
-        return Ok(Kwg::load(&kwg_path)?);
+        let kwg = Kwg::load(&kwg_path)?;
+        kwg.check_alphabet(dist, &kwg_path.display().to_string())?;
+        return Ok(kwg);
     }
     let words = dir.join("enable.txt");
     eprintln!("building {} from {} (first use)", kwg_path.display(), words.display());
