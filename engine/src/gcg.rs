@@ -201,7 +201,7 @@ pub fn parse_placement(coord: &str, word: &str, board: &Board, dist: &Distributi
     for (k, c) in word.chars().enumerate() {
         let (r, cc) = if dir == ACROSS { (row, col + k) } else { (row + k, col) };
         let on = board.at(r, cc);
-        m.tiles[k] = if c == '.' {
+        m.tiles[start + k] = if c == '.' {
             if on == 0 {
                 return Err(format!("`.` at an empty square in `{word}`"));
             }

@@ -7,7 +7,7 @@
 //! direction. A one-tile play is listed once: across if it forms an across word of two or more
 //! letters, otherwise down.
 
-use crate::board::{idx, Board, Layout, ACROSS, DIM, DOWN};
+use crate::board::{idx, Board, Layout, ACROSS, DIM, DOWN, SQUARES};
 use crate::leaves::RackLeaves;
 use crate::lexicon::{Kwg, SEPARATOR};
 use crate::moves::{rank, Kind, Move};
@@ -85,6 +85,15 @@ pub struct Generator {
     anchors: Vec<(i32, u8, u8, u8, u8)>,
     /// Letters with at least one tile left on the rack (blank aside).
     rack_letters: u64,
+    /// Per-call copies of what the search reads at every step, so the recursion passes only
+    /// the word graph: tile scores by board tile (designated blanks 0), the rack's leave values
+    /// and slots, and on the opening move the squares beside a letter premium.
+    scores: [i32; 256],
+    by_used: [i32; 128],
+    first_slot: [u8; 64],
+    vowels: u64,
+    vowel_penalty: i32,
+    beside_premium: [bool; SQUARES],
 }
 
 impl Default for Generator {
@@ -110,6 +119,12 @@ impl Generator {
             opening: false,
             anchors: Vec::with_capacity(256),
             rack_letters: 0,
+            scores: [0; 256],
+            by_used: [0; 128],
+            first_slot: [0; 64],
+            vowels: 0,
+            vowel_penalty: 0,
+            beside_premium: [false; SQUARES],
         }
     }
 
@@ -128,11 +143,27 @@ impl Generator {
         self.rack_len = req.rack.len();
         self.opening = req.board.is_empty();
         self.rack_letters = req.rack.iter().filter(|&&t| t != 0).fold(0, |m, &t| m | 1 << t);
+        for t in 0..256 {
+            self.scores[t] = if (t as u8 & !BLANK_BIT) < ctx.dist.size() as u8 { ctx.dist.score(t as u8) } else { 0 };
+        }
+        self.by_used = req.leaves.by_used;
+        self.first_slot = req.leaves.first_slot;
+        self.vowel_penalty = if self.opening { req.opening_vowel_penalty } else { 0 };
+        if self.vowel_penalty != 0 {
+            self.vowels = ctx.dist.letters().filter(|&t| ctx.dist.is_vowel(t)).fold(0, |m, t| m | 1 << t);
+            for (sq, beside) in self.beside_premium.iter_mut().enumerate() {
+                let (row, col) = (sq / DIM, sq % DIM);
+                *beside = [(0i32, 1i32), (0, -1), (1, 0), (-1, 0)].iter().any(|&(dr, dc)| {
+                    let (r, c) = (row as i32 + dr, col as i32 + dc);
+                    (0..DIM as i32).contains(&r) && (0..DIM as i32).contains(&c) && ctx.layout.is_letter_premium(r as usize, c as usize)
+                });
+            }
+        }
 
         // Non-placements first: in best mode they set a threshold that prunes anchors.
-        self.push(Move { equity: req.leaves.by_used[0], ..Move::PASS }, ctx, req);
+        self.push(Move { equity: req.leaves.by_used[0], ..Move::PASS });
         if req.can_exchange {
-            self.exchanges(ctx, req);
+            self.exchanges(req);
         }
 
         self.anchors.clear();
@@ -165,7 +196,7 @@ impl Generator {
             self.anchor = a as usize;
             self.left_limit = left_limit as usize;
             let acc = Acc { main: 0, word_mult: 1, perp: 0, placed: 0, used: 0, start: a };
-            self.extend(ctx, req, a as usize, ctx.kwg.gaddag_root(), true, acc);
+            self.extend(ctx.kwg, a as usize, ctx.kwg.gaddag_root(), true, acc);
         }
         self.anchors = anchors;
         if self.best_n.is_none() {
@@ -184,7 +215,7 @@ impl Generator {
     }
 
     #[inline]
-    fn push(&mut self, m: Move, _ctx: Ctx, _req: &Request) {
+    fn push(&mut self, m: Move) {
         let Some(n) = self.best_n else {
             self.moves.push(m);
             return;
@@ -199,7 +230,7 @@ impl Generator {
         self.moves.insert(at, m);
     }
 
-    fn exchanges(&mut self, ctx: Ctx, req: &Request) {
+    fn exchanges(&mut self, req: &Request) {
         let slots = &req.leaves.slots;
         let mut tiles = [0u8; 7];
         for used in 1u32..(1 << slots.len()) {
@@ -214,7 +245,7 @@ impl Generator {
                 }
             }
             let m = Move { equity: req.leaves.by_used[used as usize], ..Move::exchange(&tiles[..n]) };
-            self.push(m, ctx, req);
+            self.push(m);
         }
     }
 
@@ -324,14 +355,12 @@ impl Generator {
         best
     }
 
-    fn extend(&mut self, ctx: Ctx, req: &Request, pos: usize, list: u32, left: bool, acc: Acc) {
-        let kwg = ctx.kwg;
+    fn extend(&mut self, kwg: &Kwg, pos: usize, list: u32, left: bool, acc: Acc) {
         let on_board = self.lane.tiles[pos];
         if on_board != 0 {
             if let Some(n) = kwg.child(list, letter_of(on_board)) {
-                self.word[pos] = 0;
-                let acc = Acc { main: acc.main + ctx.dist.score(on_board), ..acc };
-                self.go_on(ctx, req, pos, n, left, acc);
+                let acc = Acc { main: acc.main + self.scores[on_board as usize], ..acc };
+                self.go_on(kwg, pos, n, left, acc);
             }
             return;
         }
@@ -353,27 +382,27 @@ impl Generator {
                 continue;
             }
             if self.rack[t as usize] > 0 {
-                self.place(ctx, req, pos, n, t, t, left, acc);
+                self.place(kwg, pos, n, t, t, left, acc);
             }
             if self.rack[0] > 0 {
-                self.place(ctx, req, pos, n, t | BLANK_BIT, 0, left, acc);
+                self.place(kwg, pos, n, t | BLANK_BIT, 0, left, acc);
             }
         }
     }
 
     #[inline]
     #[allow(clippy::too_many_arguments)]
-    fn place(&mut self, ctx: Ctx, req: &Request, pos: usize, n: u32, tile: u8, rack_tile: u8, left: bool, acc: Acc) {
+    fn place(&mut self, kwg: &Kwg, pos: usize, n: u32, tile: u8, rack_tile: u8, left: bool, acc: Acc) {
         let rt = rack_tile as usize;
         // Tiles of one kind use their rack slots in order, keeping leave masks canonical.
-        let slot = (req.leaves.first_slot[rt] + self.full_rack[rt] - self.rack[rt]) as u32;
+        let slot = (self.first_slot[rt] + self.full_rack[rt] - self.rack[rt]) as u32;
         self.rack[rt] -= 1;
         if self.rack[rt] == 0 {
             self.rack_letters &= !(1 << rt);
         }
         self.word[pos] = tile;
         let l = &self.lane;
-        let ts = ctx.dist.score(tile);
+        let ts = self.scores[tile as usize];
         let (lm, wm) = (l.lm[pos] as i32, l.wm[pos] as i32);
         let perp = if l.cross_score[pos] >= 0 { (l.cross_score[pos] as i32 + ts * lm) * wm } else { 0 };
         let acc = Acc {
@@ -384,45 +413,48 @@ impl Generator {
             used: acc.used | (1 << slot),
             start: acc.start,
         };
-        self.go_on(ctx, req, pos, n, left, acc);
+        self.go_on(kwg, pos, n, left, acc);
+        // Outside the current word the buffer stays zero, so a move can copy it whole.
+        self.word[pos] = 0;
         self.rack[rt] += 1;
         self.rack_letters |= 1 << rt;
     }
 
-    fn go_on(&mut self, ctx: Ctx, req: &Request, pos: usize, n: u32, left: bool, acc: Acc) {
-        let kwg = ctx.kwg;
+    #[inline]
+    fn go_on(&mut self, kwg: &Kwg, pos: usize, n: u32, left: bool, acc: Acc) {
         let tiles = &self.lane.tiles;
         if left {
             let acc = Acc { start: pos as u8, ..acc };
             let left_open = pos == 0 || tiles[pos - 1] == 0;
             let right_open = self.anchor + 1 == DIM || tiles[self.anchor + 1] == 0;
             if kwg.accepts(n) && left_open && right_open {
-                self.record(ctx, req, pos, self.anchor, acc);
+                self.record(pos, self.anchor, acc);
             }
             let list = kwg.arc(n);
             if list == 0 {
                 return;
             }
             if pos > self.left_limit {
-                self.extend(ctx, req, pos - 1, list, true, acc);
+                self.extend(kwg, pos - 1, list, true, acc);
             }
             if left_open && self.anchor + 1 < DIM {
                 if let Some(sep) = kwg.child(list, SEPARATOR) {
-                    self.extend(ctx, req, self.anchor + 1, kwg.arc(sep), false, acc);
+                    self.extend(kwg, self.anchor + 1, kwg.arc(sep), false, acc);
                 }
             }
         } else {
             if kwg.accepts(n) && (pos + 1 == DIM || tiles[pos + 1] == 0) {
-                self.record(ctx, req, acc.start as usize, pos, acc);
+                self.record(acc.start as usize, pos, acc);
             }
             let list = kwg.arc(n);
             if list != 0 && pos + 1 < DIM {
-                self.extend(ctx, req, pos + 1, list, false, acc);
+                self.extend(kwg, pos + 1, list, false, acc);
             }
         }
     }
 
-    fn record(&mut self, ctx: Ctx, req: &Request, start: usize, end: usize, acc: Acc) {
+    #[inline]
+    fn record(&mut self, start: usize, end: usize, acc: Acc) {
         let len = end - start + 1;
         if len < 2 || acc.placed == 0 {
             return;
@@ -436,45 +468,37 @@ impl Generator {
         }
         let bingo = if acc.placed as usize == RACK_SIZE { BINGO_BONUS } else { 0 };
         let score = acc.main * acc.word_mult + acc.perp + bingo;
-        let mut equity = score * 1000 + req.leaves.by_used[acc.used as usize];
-        if self.opening && req.opening_vowel_penalty != 0 {
-            equity -= req.opening_vowel_penalty * self.opening_vowels(ctx, start, end);
+        let mut equity = score * 1000 + self.by_used[acc.used as usize];
+        if self.vowel_penalty != 0 {
+            equity -= self.vowel_penalty * self.opening_vowels(start, end);
         }
         if let Some(n) = self.best_n {
             if self.moves.len() >= n && equity < self.moves[n - 1].equity {
                 return;
             }
         }
-        let mut m = Move {
+        let m = Move {
             kind: Kind::Place,
             dir: self.dir as u8,
             lane: self.lane_no as u8,
             start: start as u8,
             len: len as u8,
-            tiles: [0; DIM],
+            tiles: self.word,
             score,
             equity,
         };
-        m.tiles[..len].copy_from_slice(&self.word[start..=end]);
-        self.push(m, ctx, req);
+        self.push(m);
     }
 
     /// Vowels of an opening play placed orthogonally beside a letter premium, which hand the
     /// opponent a cheap double- or triple-letter hot spot.
-    fn opening_vowels(&self, ctx: Ctx, start: usize, end: usize) -> i32 {
-        let mut n = 0;
-        for p in start..=end {
-            let t = self.word[p];
-            if t == 0 || !ctx.dist.is_vowel(t) {
-                continue;
-            }
-            let (row, col) = if self.dir == ACROSS { (self.lane_no, p) } else { (p, self.lane_no) };
-            let beside = [(0i32, 1i32), (0, -1), (1, 0), (-1, 0)].iter().any(|&(dr, dc)| {
-                let (r, c) = (row as i32 + dr, col as i32 + dc);
-                (0..DIM as i32).contains(&r) && (0..DIM as i32).contains(&c) && ctx.layout.is_letter_premium(r as usize, c as usize)
-            });
-            n += beside as i32;
-        }
-        n
+    fn opening_vowels(&self, start: usize, end: usize) -> i32 {
+        (start..=end)
+            .filter(|&p| {
+                let t = self.word[p];
+                let (row, col) = if self.dir == ACROSS { (self.lane_no, p) } else { (p, self.lane_no) };
+                t & BLANK_BIT == 0 && self.vowels >> t & 1 == 1 && self.beside_premium[row * DIM + col]
+            })
+            .count() as i32
     }
 }

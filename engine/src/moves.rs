@@ -11,10 +11,10 @@ pub enum Kind {
     Pass,
 }
 
-/// One move. For a placement, `tiles[..len]` covers the whole main word from `start` along
-/// `dir` in `lane`: 0 = a tile already on the board (played through), else the tile placed
-/// (`BLANK_BIT` set for a blank). For an exchange, `tiles[..len]` are the rack tiles thrown
-/// back (0 = blank).
+/// One move. For a placement, `tiles[start..start + len]` is the whole main word along `dir`
+/// in `lane`, indexed by square: 0 = a tile already on the board (played through), else the
+/// tile placed (`BLANK_BIT` set for a blank); every other entry is 0. For an exchange
+/// (`start` 0), `tiles[..len]` are the rack tiles thrown back (0 = blank).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Move {
     pub kind: Kind,
@@ -42,7 +42,7 @@ impl Move {
         self.dir as Dir
     }
     pub fn tiles(&self) -> &[u8] {
-        &self.tiles[..self.len as usize]
+        &self.tiles[self.start as usize..(self.start + self.len) as usize]
     }
     /// (row, col) of the first square of the main word.
     pub fn origin(&self) -> (usize, usize) {
