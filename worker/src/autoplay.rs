@@ -140,7 +140,7 @@ pub fn run(a: Args) -> Result<()> {
     let secs = start.elapsed().as_secs_f64();
     let mut summary = Summary::default();
     outcomes.iter().for_each(|o| summary.add(o));
-    print!("{}", summary.report(name_refs));
-    println!("Seed: {}  Threads: {threads}  Time: {secs:.2}s  Games per second: {:.1}", a.seed, a.games as f64 / secs);
+    crate::emit(&summary.report(name_refs))?;
+    crate::emit(&format!("Seed: {}  Threads: {threads}  Time: {secs:.2}s  Games per second: {:.1}\n", a.seed, a.games as f64 / secs))?;
     Ok(())
 }

@@ -65,7 +65,7 @@ pub fn run(a: Args) -> Result<()> {
         rounds += 1;
     }
     let secs = start.elapsed().as_secs_f64();
-    println!("all-moves generation: {:.0} moves/s ({:.0} positions/s, {:.0} moves per position; 1 thread)", moves as f64 / secs, (rounds * positions.len()) as f64 / secs, moves as f64 / (rounds * positions.len()) as f64);
+    crate::emit(&format!("all-moves generation: {:.0} moves/s ({:.0} positions/s, {:.0} moves per position; 1 thread)\n", moves as f64 / secs, (rounds * positions.len()) as f64 / secs, moves as f64 / (rounds * positions.len()) as f64))?;
 
     let start = Instant::now();
     let mut evals = 0usize;
@@ -77,7 +77,7 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     let secs = start.elapsed().as_secs_f64();
-    println!("best-move static evaluation: {:.0} positions/s (leave lookups included; 1 thread)", evals as f64 / secs);
+    crate::emit(&format!("best-move static evaluation: {:.0} positions/s (leave lookups included; 1 thread)\n", evals as f64 / secs))?;
 
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     for t in [1, threads] {
@@ -86,7 +86,7 @@ pub fn run(a: Args) -> Result<()> {
         let start = Instant::now();
         pool.install(|| m.play(&|_| Ok(())))?;
         let secs = start.elapsed().as_secs_f64();
-        println!("static-vs-static self-play: {:.1} games/s on {t} thread(s), {:.1} games per CPU-second", a.games as f64 / secs, a.games as f64 / secs / t as f64);
+        crate::emit(&format!("static-vs-static self-play: {:.1} games/s on {t} thread(s), {:.1} games per CPU-second\n", a.games as f64 / secs, a.games as f64 / secs / t as f64))?;
         if threads == 1 {
             break;
         }

@@ -67,7 +67,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
             }
             let klv = table.expect("at least one iteration");
             write_atomic(&out, &klv.to_bytes())?;
-            println!("{}: {} leaves (seed {seed}, {iterations} x {games} games)", out.display(), klv.len());
+            crate::emit(&format!("{}: {} leaves (seed {seed}, {iterations} x {games} games)\n", out.display(), klv.len()))?;
             Ok(())
         }
         Cmd::Value { leaves, leave } => {
@@ -76,7 +76,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
             for l in leave {
                 let mut tiles = dist.parse_rack(&l).map_err(|m| anyhow::anyhow!("leave `{l}`: {m}"))?;
                 tiles.sort_unstable();
-                println!("{} {:.3}", dist.rack_string(&tiles), klv.value(&tiles));
+                crate::emit(&format!("{} {:.3}\n", dist.rack_string(&tiles), klv.value(&tiles)))?;
             }
             Ok(())
         }

@@ -47,7 +47,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
             let kwg = Kwg::build(&list)?;
             write_atomic(&out, &kwg.to_bytes())?;
             let distinct = kwg.words().len();
-            println!("{}: {distinct} words, {} nodes", out.display(), kwg.node_count());
+            crate::emit(&format!("{}: {distinct} words, {} nodes\n", out.display(), kwg.node_count()))?;
             Ok(())
         }
         Cmd::Check { lexicon, words, dist: d } => {
@@ -56,7 +56,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
             for w in words {
                 let tiles: Option<Vec<u8>> = w.chars().map(|c| dist.letter(c)).collect();
                 let ok = tiles.is_some_and(|t| kwg.contains(&t));
-                println!("{} {}", w.to_uppercase(), if ok { "valid" } else { "invalid" });
+                crate::emit(&format!("{} {}\n", w.to_uppercase(), if ok { "valid" } else { "invalid" }))?;
             }
             Ok(())
         }

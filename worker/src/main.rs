@@ -34,6 +34,16 @@ enum Command {
     Bench(bench::Args),
 }
 
+/// Print to stdout; a closed pipe (`worker movegen ... | head`) ends output quietly instead of
+/// panicking.
+pub fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        other => Ok(other?),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

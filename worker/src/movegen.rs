@@ -47,6 +47,6 @@ pub fn run(a: Args) -> Result<()> {
         let notation = m.notation(&data.dist, |r, c| game.board.at(r, c));
         out += &format!("{notation} {} {:.3}\n", m.score, m.equity as f64 / 1000.0);
     }
-    print!("{out}");
+    crate::emit(&out)?;
     Ok(())
 }
