@@ -81,12 +81,6 @@ impl Match<'_> {
     }
 }
 
-/// Display names of the two bots, told apart when both are the same spec.
-pub fn names(specs: &[BotSpec; 2]) -> [String; 2] {
-    let (a, b) = (specs[0].to_string(), specs[1].to_string());
-    if a == b { [format!("{a}#1"), format!("{b}#2")] } else { [a, b] }
-}
-
 pub fn run(a: Args) -> Result<()> {
     let specs = [BotSpec::parse(&a.bot1).context("--bot1")?, BotSpec::parse(&a.bot2).context("--bot2")?];
     if a.games == 0 {
@@ -102,7 +96,8 @@ pub fn run(a: Args) -> Result<()> {
     }
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
-    let names = names(&specs);
+    // Bots are named as given on the command line (the summary's lines come in bot order).
+    let names = [a.bot1.clone(), a.bot2.clone()];
     let m = Match { data: &data, specs, leaves, seed: a.seed, games: a.games, paired: !a.unpaired };
 
     let csv = match &a.log_dir {

@@ -113,8 +113,21 @@ fn autoplay_summary_logs_and_thread_independence() {
     assert!(one.starts_with("Games played: 6\n"));
     let body = |s: &str| s.lines().filter(|l| !l.starts_with("Seed:")).map(String::from).collect::<Vec<_>>();
     assert_eq!(body(&one), body(&two), "results do not depend on the thread count");
-    let gcgs = std::fs::read_dir(&d).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "gcg")).count();
-    assert_eq!(gcgs, 6);
+    let gcgs: Vec<PathBuf> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "gcg")).collect();
+    assert_eq!(gcgs.len(), 6);
+    // Every logged game replays legally, move by move and score by score.
+    let dist = engine::tiles::Distribution::english();
+    let layout = engine::board::Layout::standard();
+    let text = std::fs::read_to_string(enable_txt()).unwrap();
+    let kwg = engine::lexicon::Kwg::build(&engine::lexicon::parse_word_list(&text, &dist, "enable.txt").unwrap()).unwrap();
+    let ctx = engine::movegen::Ctx { kwg: &kwg, dist: &dist, layout: &layout };
+    for p in &gcgs {
+        let gcg = std::fs::read_to_string(p).unwrap();
+        let r = engine::gcg::replay(&gcg, ctx, &p.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let last_total = |nick: &str| gcg.lines().filter(|l| l.starts_with(&format!(">{nick}:"))).last().and_then(|l| l.rsplit(' ').next()).unwrap().parse::<i32>().unwrap();
+        assert_eq!(r.scores, [last_total("p1"), last_total("p2")]);
+        assert!(r.moves > 10);
+    }
     let csv = std::fs::read_to_string(d.join("turns.csv")).unwrap();
     assert!(csv.starts_with("game_id,turn,player,rack,move,score,total,tiles_played,leave,equity,bag\n"));
     assert!(csv.lines().count() > 6 * 15);
