@@ -2,6 +2,7 @@
 //! advantage, and paired-deal statistics.
 
 use crate::autoplay::Outcome;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// z for a two-sided 95% interval.
@@ -21,7 +22,8 @@ pub struct Summary {
     spread_sum: f64,
     /// Per complete pair, bot 0's points out of 2 (both legs): counts of 0, 0.5, ..., 2.
     pair_points: [u64; 5],
-    pending: Vec<(u64, f64)>,
+    /// First-finished leg's result of each pair still waiting for its other leg.
+    pending: HashMap<u64, f64>,
 }
 
 impl Summary {
@@ -42,13 +44,14 @@ impl Summary {
             self.bingos[b] += r.bingos[seat] as u64;
         }
         let pair = r.id / 2;
-        match self.pending.iter().position(|p| p.0 == pair) {
-            Some(i) => {
-                let (_, other) = self.pending.swap_remove(i);
+        match self.pending.remove(&pair) {
+            Some(other) => {
                 let pts = other + r.result_of(0);
                 self.pair_points[(pts * 2.0).round() as usize] += 1;
             }
-            None => self.pending.push((pair, r.result_of(0))),
+            None => {
+                self.pending.insert(pair, r.result_of(0));
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 
 use crate::data::{load_leaves, Data, DataArgs};
 use anyhow::{bail, Context, Result};
-use engine::autoplay::{play_leg, Outcome};
+use engine::autoplay::{play_leg, GameRecord};
 use engine::bots::{BotSpec, Player};
 use engine::gcg::{write_csv, write_gcg, CSV_HEADER};
 use engine::leaves::Klv;
@@ -61,23 +61,17 @@ impl Match<'_> {
         [self.specs[0].build(self.leaves.clone()), self.specs[1].build(self.leaves.clone())]
     }
 
-    /// Play all games on the current rayon pool; `each` sees every finished game.
-    pub fn play(&self, each: &(dyn Fn(&engine::autoplay::GameRecord) -> Result<()> + Sync)) -> Result<Vec<Outcome>> {
+    /// Play all games on the current rayon pool; `each` sees every finished game, in no
+    /// particular order.
+    pub fn play(&self, each: &(dyn Fn(&GameRecord) -> Result<()> + Sync)) -> Result<()> {
         let ctx = self.data.ctx();
-        let mut outcomes: Vec<Outcome> = (0..self.games)
-            .into_par_iter()
-            .map_init(
-                || (self.bots(), Generator::new()),
-                |(bots, mg), i| {
-                    let (pair, leg) = if self.paired { (i / 2, (i % 2) as usize) } else { (i, (i % 2) as usize) };
-                    let rec = play_leg(ctx, bots, self.seed, pair, leg, mg);
-                    each(&rec)?;
-                    Ok(rec.outcome())
-                },
-            )
-            .collect::<Result<_>>()?;
-        outcomes.sort_by_key(|o| o.id);
-        Ok(outcomes)
+        (0..self.games).into_par_iter().try_for_each_init(
+            || (self.bots(), Generator::new()),
+            |(bots, mg), i| {
+                let (pair, leg) = if self.paired { (i / 2, (i % 2) as usize) } else { (i, (i % 2) as usize) };
+                each(&play_leg(ctx, bots, self.seed, pair, leg, mg))
+            },
+        )
     }
 }
 
@@ -115,8 +109,11 @@ pub fn run(a: Args) -> Result<()> {
     );
     let start = Instant::now();
     let name_refs = [names[0].as_str(), names[1].as_str()];
-    let outcomes = pool.install(|| {
+    // Statistics are sums of integers (exact in f64), so the order games finish in is irrelevant.
+    let summary = Mutex::new(Summary::default());
+    pool.install(|| {
         m.play(&|rec| {
+            summary.lock().expect("summary").add(&rec.outcome());
             if let (Some(dir), Some(csv)) = (&a.log_dir, &csv) {
                 let seats = [name_refs[rec.seat_bot[0]], name_refs[rec.seat_bot[1]]];
                 let path = dir.join(format!("game-{:06}.gcg", rec.id));
@@ -133,8 +130,7 @@ pub fn run(a: Args) -> Result<()> {
         csv.into_inner().expect("csv writer").flush()?;
     }
     let secs = start.elapsed().as_secs_f64();
-    let mut summary = Summary::default();
-    outcomes.iter().for_each(|o| summary.add(o));
+    let summary = summary.into_inner().expect("summary");
     crate::emit(&summary.report(name_refs))?;
     crate::emit(&format!("Seed: {}  Threads: {threads}  Time: {secs:.2}s  Games per second: {:.1}\n", a.seed, a.games as f64 / secs))?;
     Ok(())
