@@ -75,12 +75,14 @@ impl Features {
     }
 }
 
-/// Accumulated (leave, target) observations: normal equations plus per-leave sums.
+/// Accumulated (leave, target) observations: normal equations plus per-leave sums. Targets are
+/// integer millipoints and every sum is an integer, so the result does not depend on the order
+/// games finish in (threads) — the same seed gives the same table, bit for bit.
 pub struct Samples {
     feats: Features,
-    xtx: Vec<f64>,
-    xty: Vec<f64>,
-    per_leave: HashMap<Vec<u8>, (u32, f64)>,
+    xtx: Vec<u64>,
+    xty: Vec<i64>,
+    per_leave: HashMap<Vec<u8>, (u32, i64)>,
     pub count: u64,
     active: Vec<usize>,
 }
@@ -89,36 +91,25 @@ impl Samples {
     pub fn new(dist: &Distribution) -> Self {
         let feats = Features::new(dist);
         let n = feats.len();
-        Self { feats, xtx: vec![0.0; n * n], xty: vec![0.0; n], per_leave: HashMap::new(), count: 0, active: Vec::new() }
+        Self { feats, xtx: vec![0; n * n], xty: vec![0; n], per_leave: HashMap::new(), count: 0, active: Vec::new() }
     }
 
-    pub fn add(&mut self, leave: &[u8], y: f64, dist: &Distribution) {
+    /// One observation: keeping `leave` was followed by `y` millipoints.
+    pub fn add(&mut self, leave: &[u8], y: i64, dist: &Distribution) {
         let n = self.feats.len();
         let mut active = std::mem::take(&mut self.active);
         self.feats.active(leave, dist, &mut active);
         for &i in &active {
             self.xty[i] += y;
             for &j in &active {
-                self.xtx[i * n + j] += 1.0;
+                self.xtx[i * n + j] += 1;
             }
         }
         self.active = active;
-        let e = self.per_leave.entry(leave.to_vec()).or_insert((0, 0.0));
+        let e = self.per_leave.entry(leave.to_vec()).or_insert((0, 0));
         e.0 += 1;
         e.1 += y;
         self.count += 1;
-    }
-
-    /// Merge another accumulator (from another thread) into this one.
-    pub fn merge(&mut self, other: Samples) {
-        self.xtx.iter_mut().zip(&other.xtx).for_each(|(a, b)| *a += b);
-        self.xty.iter_mut().zip(&other.xty).for_each(|(a, b)| *a += b);
-        for (k, (n, s)) in other.per_leave {
-            let e = self.per_leave.entry(k).or_insert((0, 0.0));
-            e.0 += n;
-            e.1 += s;
-        }
-        self.count += other.count;
     }
 
     /// Record every kept leave of a finished game; `prev` is the table the game was played with.
@@ -135,22 +126,22 @@ impl Samples {
                 continue;
             }
             let carry = match prev {
-                Some(k) if next.bag_after > 0 => k.value(&leave_of(&next.rack, &next.mv)) as f64,
-                _ => 0.0,
+                Some(k) if next.bag_after > 0 => Klv::millis(k.value(&leave_of(&next.rack, &next.mv))),
+                _ => 0,
             };
-            self.add(&leave, next.score as f64 + carry, dist);
+            self.add(&leave, next.score as i64 * 1000 + carry as i64, dist);
         }
     }
 
     /// Fit the model and produce a table of every leave of 1..=6 tiles.
     pub fn fit(&self, dist: &Distribution) -> Result<Klv, crate::DataError> {
         let n = self.feats.len();
-        let mut a = self.xtx.clone();
+        let mut a: Vec<f64> = self.xtx.iter().map(|&c| c as f64).collect();
         for i in 1..n {
             a[i * n + i] += RIDGE;
         }
         a[0] += 1e-9;
-        let w = solve(a, self.xty.clone(), n);
+        let w = solve(a, self.xty.iter().map(|&y| y as f64 / 1000.0).collect(), n);
         let mut active = Vec::new();
         let predict = |leave: &[u8], active: &mut Vec<usize>| {
             self.feats.active(leave, dist, active);
@@ -160,7 +151,7 @@ impl Samples {
         for leave in all_leaves(dist) {
             let mut v = predict(&leave, &mut active);
             if let Some(&(count, sum)) = self.per_leave.get(&leave) {
-                let residual = sum / count as f64 - w[0] - v;
+                let residual = sum as f64 / 1000.0 / count as f64 - w[0] - v;
                 v += residual * count as f64 / (count as f64 + SHRINK);
             }
             entries.push((leave, v as f32));
