@@ -151,8 +151,8 @@ impl Player for Softmax {
         }
         let leaves = self.eval.rack_leaves(ctx, game);
         let moves = mg.generate(ctx, &request(game, &leaves, OPENING_VOWEL_PENALTY), Mode::All);
-        // Moves arrive best first in a fixed order, so the draw below is reproducible.
-        let best = moves[0].equity as f64;
+        // Moves arrive in a fixed generation order, so the draw below is reproducible.
+        let best = moves.iter().map(|m| m.equity).max().expect("the pass is always legal") as f64;
         let weight = |m: &Move| ((m.equity as f64 - best) / (1000.0 * self.t)).exp();
         let total: f64 = moves.iter().map(weight).sum();
         let mut x = rng.unit() * total;

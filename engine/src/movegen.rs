@@ -26,7 +26,8 @@ pub struct Ctx<'a> {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// Every legal move, best first.
+    /// Every legal move, in generation order (the same on every run; sort with `moves::rank`
+    /// for best first).
     All,
     /// The best `n` moves by equity, best first.
     Best(usize),
@@ -128,7 +129,7 @@ impl Generator {
         }
     }
 
-    /// Generate moves for `req`, best first.
+    /// Generate moves for `req`: in best-move mode best first, else in generation order.
     pub fn generate(&mut self, ctx: Ctx, req: &Request, mode: Mode) -> &[Move] {
         self.moves.clear();
         self.best_n = match mode {
@@ -199,9 +200,6 @@ impl Generator {
             self.extend(ctx.kwg, a as usize, ctx.kwg.gaddag_root(), true, acc);
         }
         self.anchors = anchors;
-        if self.best_n.is_none() {
-            self.moves.sort_unstable_by(rank);
-        }
         &self.moves
     }
 

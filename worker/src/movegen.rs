@@ -6,6 +6,7 @@ use engine::bots::{StaticBot, OPENING_VOWEL_PENALTY};
 use engine::cgp::Position;
 use engine::game::MIN_BAG_TO_EXCHANGE;
 use engine::movegen::{Generator, Mode, Request};
+use engine::moves::rank;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -42,8 +43,10 @@ pub fn run(a: Args) -> Result<()> {
     };
     let mode = if a.all { Mode::All } else { Mode::Best(a.top) };
     let mut mg = Generator::new();
+    let mut moves = mg.generate(ctx, &req, mode).to_vec();
+    moves.sort_unstable_by(rank);
     let mut out = String::new();
-    for m in mg.generate(ctx, &req, mode) {
+    for m in &moves {
         let notation = m.notation(&data.dist, |r, c| game.board.at(r, c));
         out += &format!("{notation} {} {:.3}\n", m.score, m.equity as f64 / 1000.0);
     }
