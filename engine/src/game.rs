@@ -61,16 +61,6 @@ impl Bag {
             self.tiles.insert(at, t);
         }
     }
-    /// Take specific tiles out (for setting up a known rack); false if one is missing.
-    pub fn remove(&mut self, tile: u8) -> bool {
-        match self.tiles.iter().rposition(|&t| t == tile) {
-            Some(i) => {
-                self.tiles.remove(i);
-                true
-            }
-            None => false,
-        }
-    }
 }
 
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -145,15 +135,6 @@ impl Game {
 
     pub fn rack_value(dist: &Distribution, rack: &[u8]) -> i32 {
         rack.iter().map(|&t| dist.score(t)).sum()
-    }
-
-    /// Tiles the player on turn cannot see: the bag plus the opponent's rack.
-    pub fn unseen(&self) -> TileCounts {
-        let mut c = [0u8; 64];
-        for &t in self.bag.tiles().iter().chain(&self.racks[1 - self.on_turn]) {
-            c[t as usize] += 1;
-        }
-        c
     }
 
     /// Check that `mv` is legal for the player on turn (placements against the full move list).
@@ -233,15 +214,6 @@ impl Game {
             self.end = Some(End::Scoreless);
         }
         self.on_turn = 1 - p;
-    }
-
-    /// Winner's index, or `None` for a draw (only meaningful once the game is over).
-    pub fn winner(&self) -> Option<usize> {
-        match self.scores[0].cmp(&self.scores[1]) {
-            std::cmp::Ordering::Greater => Some(0),
-            std::cmp::Ordering::Less => Some(1),
-            std::cmp::Ordering::Equal => None,
-        }
     }
 }
 

@@ -118,9 +118,6 @@ impl Distribution {
     pub fn count(&self, tile: u8) -> u8 {
         self.counts[tile as usize]
     }
-    pub fn total_tiles(&self) -> u32 {
-        self.counts.iter().map(|&c| c as u32).sum()
-    }
     /// Face value; a designated blank on the board scores 0.
     #[inline]
     pub fn score(&self, tile: u8) -> i32 {
