@@ -126,7 +126,7 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
         if f.len() < 4 {
             return Err(at("expected `RACK MOVE +SCORE TOTAL`".into()));
         }
-        let rack = dist.parse_rack(f[0]).map_err(|m| at(m))?;
+        let rack = dist.parse_rack(f[0]).map_err(&at)?;
         if rack.len() > crate::movegen::RACK_SIZE {
             return Err(at(format!("rack `{}` has more than {} tiles", f[0], crate::movegen::RACK_SIZE)));
         }
@@ -137,7 +137,7 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
         let mv = match mv_text {
             ["-"] => Move::PASS,
             [x] if x.starts_with('-') => {
-                let tiles = dist.parse_rack(&x[1..]).map_err(|m| at(m))?;
+                let tiles = dist.parse_rack(&x[1..]).map_err(&at)?;
                 let mut left = rack.clone();
                 for t in &tiles {
                     let k = left.iter().position(|u| u == t).ok_or_else(|| at(format!("exchanged `{}` not on the rack", dist.rack_char(*t))))?;
@@ -146,7 +146,7 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
                 Move::exchange(&tiles)
             }
             [coord, word] => {
-                let wanted = parse_placement(coord, word, &board, dist).map_err(|m| at(m))?;
+                let wanted = parse_placement(coord, word, &board, dist).map_err(&at)?;
                 let all = mg.generate(ctx, &req, Mode::All);
                 let one_tile = |m: &Move| m.tiles_used() == 1 && wanted.tiles_used() == 1 && placed_squares(m) == placed_squares(&wanted);
                 *all.iter()

@@ -116,7 +116,7 @@ impl Kwg {
 
     /// Read a `.kwg` file (little-endian `u32` nodes).
     pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Self, DataError> {
-        if bytes.len() % 4 != 0 {
+        if !bytes.len().is_multiple_of(4) {
             return Err(DataError::new(source, format!("size {} is not a multiple of 4 bytes: truncated or not a KWG", bytes.len())));
         }
         let nodes: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();

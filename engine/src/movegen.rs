@@ -435,11 +435,10 @@ impl Generator {
             if pos > self.left_limit {
                 self.extend(kwg, pos - 1, list, true, acc);
             }
-            if left_open && self.anchor + 1 < DIM {
-                if let Some(sep) = kwg.child(list, SEPARATOR) {
+            if left_open && self.anchor + 1 < DIM
+                && let Some(sep) = kwg.child(list, SEPARATOR) {
                     self.extend(kwg, self.anchor + 1, kwg.arc(sep), false, acc);
                 }
-            }
         } else {
             if kwg.accepts(n) && (pos + 1 == DIM || tiles[pos + 1] == 0) {
                 self.record(acc.start as usize, pos, acc);
@@ -470,11 +469,10 @@ impl Generator {
         if self.vowel_penalty != 0 {
             equity -= self.vowel_penalty * self.opening_vowels(start, end);
         }
-        if let Some(n) = self.best_n {
-            if self.moves.len() >= n && equity < self.moves[n - 1].equity {
+        if let Some(n) = self.best_n
+            && self.moves.len() >= n && equity < self.moves[n - 1].equity {
                 return;
             }
-        }
         let m = Move {
             kind: Kind::Place,
             dir: self.dir as u8,

@@ -87,20 +87,20 @@ impl Summary {
         let mut s = String::new();
         let n = self.games.max(1) as f64;
         let _ = writeln!(s, "Games played: {}", self.games);
-        for b in 0..2 {
+        for (b, name) in names.iter().enumerate() {
             let (p, ci) = self.win_rate(b);
-            let _ = writeln!(s, "{} wins: {} ({:.3}% +- {:.2}%)", names[b], self.wins[b], 100.0 * p, 100.0 * ci);
+            let _ = writeln!(s, "{name} wins: {} ({:.3}% +- {:.2}%)", self.wins[b], 100.0 * p, 100.0 * ci);
         }
-        for b in 0..2 {
+        for (b, name) in names.iter().enumerate() {
             let (m, sd) = self.mean_sd(b);
-            let _ = writeln!(s, "{} Mean Score: {:.2}  Stdev: {:.2}", names[b], m, sd);
+            let _ = writeln!(s, "{name} Mean Score: {m:.2}  Stdev: {sd:.2}");
         }
-        for b in 0..2 {
-            let _ = writeln!(s, "{} Mean Bingos: {:.3}", names[b], self.bingos[b] as f64 / n);
+        for (b, name) in names.iter().enumerate() {
+            let _ = writeln!(s, "{name} Mean Bingos: {:.3}", self.bingos[b] as f64 / n);
         }
-        for b in 0..2 {
+        for (b, name) in names.iter().enumerate() {
             let ppt = self.score_sum[b] / self.turns[b].max(1) as f64;
-            let _ = writeln!(s, "{} Mean Points Per Turn: {:.2}", names[b], ppt);
+            let _ = writeln!(s, "{name} Mean Points Per Turn: {ppt:.2}");
         }
         let _ = writeln!(s, "{} went first: {} ({:.3}%)", names[0], self.went_first[0], 100.0 * self.went_first[0] as f64 / n);
         let _ = writeln!(s, "Player who went first wins: {} ({:.3}%)", self.first_wins, 100.0 * self.first_wins / n);

@@ -124,7 +124,7 @@ fn autoplay_summary_logs_and_thread_independence() {
     for p in &gcgs {
         let gcg = std::fs::read_to_string(p).unwrap();
         let r = engine::gcg::replay(&gcg, ctx, &p.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
-        let last_total = |nick: &str| gcg.lines().filter(|l| l.starts_with(&format!(">{nick}:"))).last().and_then(|l| l.rsplit(' ').next()).unwrap().parse::<i32>().unwrap();
+        let last_total = |nick: &str| gcg.lines().rfind(|l| l.starts_with(&format!(">{nick}:"))).and_then(|l| l.rsplit(' ').next()).unwrap().parse::<i32>().unwrap();
         assert_eq!(r.scores, [last_total("p1"), last_total("p2")]);
         assert!(r.moves > 10);
     }
