@@ -181,8 +181,10 @@ pub struct RackLeaves {
 }
 
 impl RackLeaves {
-    /// `value(kept)` gives the millipoint value of a sorted kept leave.
+    /// `value(kept)` gives the millipoint value of a sorted kept leave. A rack holds at most
+    /// `RACK_SIZE` tiles.
     pub fn new(rack: &[u8], mut value: impl FnMut(&[u8]) -> i32) -> Self {
+        assert!(rack.len() <= crate::movegen::RACK_SIZE, "a rack holds at most 7 tiles");
         let mut slots = rack.to_vec();
         slots.sort_unstable();
         let mut first_slot = [0u8; 64];
@@ -210,6 +212,7 @@ impl RackLeaves {
     /// The table's values for every subset of `rack` (0 for keeping nothing or everything),
     /// found in one walk of the leave graph that shares common prefixes.
     pub fn from_klv(rack: &[u8], klv: &Klv) -> Self {
+        assert!(rack.len() <= crate::movegen::RACK_SIZE, "a rack holds at most 7 tiles");
         let mut slots = rack.to_vec();
         slots.sort_unstable();
         let mut first_slot = [0u8; 64];
