@@ -184,6 +184,21 @@ impl RackLeaves {
     /// `value(kept)` gives the millipoint value of a sorted kept leave. A rack holds at most
     /// `RACK_SIZE` tiles.
     pub fn new(rack: &[u8], mut value: impl FnMut(&[u8]) -> i32) -> Self {
+        let mut out = Self::unvalued(rack);
+        let slots = out.slots.clone();
+        let mut kept = Vec::with_capacity(7);
+        for used in 0..1u32 << slots.len() {
+            if Self::canonical(&slots, used) {
+                kept.clear();
+                kept.extend((0..slots.len()).filter(|i| used >> i & 1 == 0).map(|i| slots[i]));
+                out.set(used, value(&kept));
+            }
+        }
+        out
+    }
+
+    /// The rack's slots, with no values yet.
+    fn unvalued(rack: &[u8]) -> Self {
         assert!(rack.len() <= crate::movegen::RACK_SIZE, "a rack holds at most 7 tiles");
         let mut slots = rack.to_vec();
         slots.sort_unstable();
@@ -191,45 +206,29 @@ impl RackLeaves {
         for (i, &t) in slots.iter().enumerate().rev() {
             first_slot[t as usize] = i as u8;
         }
-        let mut by_used = [i32::MIN; 128];
-        let mut best_by_count = [i32::MIN; 8];
-        let full = (1u32 << slots.len()) - 1;
-        let mut kept = Vec::with_capacity(7);
-        for used in 0..=full {
-            if !Self::canonical(&slots, used) {
-                continue;
-            }
-            kept.clear();
-            kept.extend((0..slots.len()).filter(|i| used >> i & 1 == 0).map(|i| slots[i]));
-            let v = value(&kept);
-            by_used[used as usize] = v;
-            let k = used.count_ones() as usize;
-            best_by_count[k] = best_by_count[k].max(v);
-        }
-        Self { slots, first_slot, by_used, best_by_count }
+        Self { slots, first_slot, by_used: [i32::MIN; 128], best_by_count: [i32::MIN; 8] }
+    }
+
+    fn set(&mut self, used: u32, value: i32) {
+        self.by_used[used as usize] = value;
+        let k = used.count_ones() as usize;
+        self.best_by_count[k] = self.best_by_count[k].max(value);
     }
 
     /// The table's values for every subset of `rack` (0 for keeping nothing or everything),
     /// found in one walk of the leave graph that shares common prefixes.
     pub fn from_klv(rack: &[u8], klv: &Klv) -> Self {
-        assert!(rack.len() <= crate::movegen::RACK_SIZE, "a rack holds at most 7 tiles");
-        let mut slots = rack.to_vec();
-        slots.sort_unstable();
-        let mut first_slot = [0u8; 64];
-        for (i, &t) in slots.iter().enumerate().rev() {
-            first_slot[t as usize] = i as u8;
-        }
+        let mut out = Self::unvalued(rack);
         // (tile, count, first slot) per kind of tile on the rack.
         let mut kinds = [(0u8, 0u8, 0u8); 7];
         let mut n = 0;
-        for (i, &t) in slots.iter().enumerate() {
-            if i == 0 || slots[i - 1] != t {
+        for (i, &t) in out.slots.iter().enumerate() {
+            if i == 0 || out.slots[i - 1] != t {
                 kinds[n] = (t, 0, i as u8);
                 n += 1;
             }
             kinds[n - 1].1 += 1;
         }
-        let mut out = Self { slots, first_slot, by_used: [i32::MIN; 128], best_by_count: [i32::MIN; 8] };
         let root = klv.kwg.dawg_root();
         out.walk(klv, &kinds[..n], root, 0, 0, 0, 0);
         out
@@ -240,10 +239,7 @@ impl RackLeaves {
     #[allow(clippy::too_many_arguments)]
     fn walk(&mut self, klv: &Klv, kinds: &[(u8, u8, u8)], list: u32, idx: u32, value: i32, kept: usize, used: u32) {
         let Some((&(tile, count, first), rest)) = kinds.split_first() else {
-            let v = if kept == 0 || kept >= crate::movegen::RACK_SIZE { 0 } else { value };
-            self.by_used[used as usize] = v;
-            let k = used.count_ones() as usize;
-            self.best_by_count[k] = self.best_by_count[k].max(v);
+            self.set(used, if kept == 0 || kept >= crate::movegen::RACK_SIZE { 0 } else { value });
             return;
         };
         let (mut list, mut idx, mut value) = (list, idx, value);
