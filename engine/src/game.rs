@@ -4,12 +4,12 @@
 //! out with the bag empty scores twice the opponent's rack; six consecutive scoreless turns end
 //! the game with each rack's value subtracted from its owner.
 
-use crate::board::{Board, DIM};
+use crate::board::Board;
 use crate::leaves::RackLeaves;
 use crate::movegen::{Ctx, Generator, Mode, Request, RACK_SIZE};
 use crate::moves::{Kind, Move};
 use crate::rng::Rng;
-use crate::tiles::{letter_of, Distribution, TileCounts};
+use crate::tiles::{letter_of, Distribution, TileCounts, BLANK, BLANK_BIT};
 use thiserror::Error;
 
 pub const MIN_BAG_TO_EXCHANGE: usize = 7;
@@ -176,9 +176,7 @@ impl Game {
         }
         match mv.kind {
             Kind::Place => {
-                let (row, col) = mv.origin();
-                let (lane, start) = if mv.dir() == 0 { (row, col) } else { (col, row) };
-                self.board.place(mv.dir(), lane, start, mv.tiles(), ctx.kwg, ctx.dist);
+                self.board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), ctx.kwg, ctx.dist);
                 self.scores[p] += mv.score;
                 self.bag.refill(&mut self.racks[p]);
             }
@@ -221,9 +219,9 @@ impl Game {
 pub fn board_counts(board: &Board) -> TileCounts {
     let mut c = [0u8; 64];
     for row in board.rows() {
-        for &t in row.iter().take(DIM) {
+        for &t in row {
             if t != 0 {
-                let k = if t & crate::tiles::BLANK_BIT != 0 { 0 } else { letter_of(t) };
+                let k = if t & BLANK_BIT != 0 { BLANK } else { letter_of(t) };
                 c[k as usize] += 1;
             }
         }

@@ -164,9 +164,7 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
             return Err(at(format!("total {total} but the rules give {}", scores[p])));
         }
         if mv.kind == Kind::Place {
-            let (row, col) = mv.origin();
-            let (lane, start) = if mv.dir() == ACROSS { (row, col) } else { (col, row) };
-            board.place(mv.dir(), lane, start, mv.tiles(), ctx.kwg, dist);
+            board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), ctx.kwg, dist);
         }
         moves += 1;
     }
