@@ -6,8 +6,10 @@
 //! bits 0-21. Node 0's arc is the DAWG root list, node 1's the GADDAG root list. In the GADDAG,
 //! tile 0 is the separator between the reversed prefix and the suffix. Siblings are sorted by tile.
 //!
-//! Invariant (checked on load): every arc index is inside the array and every sibling list is
-//! terminated by an `is_end` node before the array ends, so no walk can run off the array.
+//! Invariant (checked on load): every arc index is inside the array, every sibling list is
+//! terminated by an `is_end` node before the array ends (so no walk can run off the array), and
+//! siblings are in strictly increasing tile order (so a child is found by counting the tiles
+//! below it in the list's letter mask).
 
 use crate::error::{DataError, Located};
 use crate::tiles::Distribution;
@@ -25,6 +27,9 @@ pub const SEPARATOR: u8 = 0;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Kwg {
     nodes: Vec<u32>,
+    /// `letters[i]`: bit `t` set for each tile `t` among node `i` and its later siblings, so a
+    /// child is found by a popcount instead of a scan (derived from `nodes` on load).
+    letters: Vec<u64>,
 }
 
 impl Kwg {
@@ -57,20 +62,26 @@ impl Kwg {
     /// Node for `tile` in the sibling list starting at `list` (0 = empty list).
     #[inline]
     pub fn child(&self, list: u32, tile: u8) -> Option<u32> {
-        if list == 0 {
+        let letters = self.letters(list);
+        if tile >= 64 || letters >> tile & 1 == 0 {
             return None;
         }
-        let mut i = list;
-        loop {
-            let t = self.tile(i);
-            if t == tile {
-                return Some(i);
-            }
-            if t > tile || self.is_end(i) {
-                return None;
-            }
-            i += 1;
-        }
+        let i = list + (letters & ((1u64 << tile) - 1)).count_ones();
+        // Siblings are sorted and distinct in a well-formed graph; a hostile one gets `None`.
+        (self.tile(i) == tile).then_some(i)
+    }
+
+    /// Tiles of the sibling list starting at `list`, as a bitmask (0 for the empty list).
+    #[inline]
+    pub fn letters(&self, list: u32) -> u64 {
+        if list == 0 { 0 } else { self.letters[list as usize] }
+    }
+
+    /// The node of the list starting at `list` whose tile has `letters_before` (from `letters`)
+    /// below it.
+    #[inline]
+    pub fn nth(&self, list: u32, letters_before: u64) -> u32 {
+        list + letters_before.count_ones()
     }
 
     /// Iterate the nodes of the sibling list starting at `list`.
@@ -140,7 +151,18 @@ impl Kwg {
         if nodes[nodes.len() - 1] & IS_END == 0 {
             return Err(DataError::new(source, "last sibling list is unterminated: corrupt or truncated"));
         }
-        Ok(Self { nodes })
+        // The move generator finds children by counting lower tiles: siblings must be sorted.
+        if let Some(i) = (0..nodes.len() - 1).find(|&i| nodes[i] & IS_END == 0 && nodes[i + 1] >> 24 <= nodes[i] >> 24) {
+            return Err(DataError::new(source, format!("siblings at node {i} are not in increasing tile order: corrupt")));
+        }
+        let mut letters = vec![0u64; nodes.len()];
+        for i in (0..nodes.len()).rev() {
+            let tile = nodes[i] >> 24;
+            let own = if tile < 64 { 1u64 << tile } else { 0 };
+            let later = if nodes[i] & IS_END == 0 && i + 1 < nodes.len() { letters[i + 1] } else { 0 };
+            letters[i] = own | later;
+        }
+        Ok(Self { nodes, letters })
     }
 
     pub fn load(path: &Path) -> Result<Self, DataError> {

@@ -370,15 +370,12 @@ impl Generator {
         if allowed == 0 {
             return;
         }
-        let last = 63 - allowed.leading_zeros() as u8;
-        for n in kwg.siblings(list) {
-            let t = kwg.tile(n);
-            if t > last {
-                break;
-            }
-            if allowed >> t & 1 == 0 {
-                continue;
-            }
+        let letters = kwg.letters(list);
+        let mut playable = letters & allowed;
+        while playable != 0 {
+            let t = playable.trailing_zeros() as u8;
+            playable &= playable - 1;
+            let n = kwg.nth(list, letters & ((1u64 << t) - 1));
             if self.rack[t as usize] > 0 {
                 self.place(kwg, pos, n, t, t, left, acc);
             }

@@ -127,6 +127,18 @@ fn corrupt_and_truncated_kwg_files_are_rejected_with_the_file_named() {
     bad[8..12].copy_from_slice(&(0x003F_FFFFu32).to_le_bytes());
     assert!(Kwg::from_bytes(&bad, "x.kwg").unwrap_err().to_string().contains("points past the end"));
     assert!(Kwg::from_bytes(&[], "empty.kwg").is_err());
+    // Two siblings swapped: the list is no longer sorted.
+    let mut unsorted = bytes.clone();
+    let at = (2..unsorted.len() / 4 - 1)
+        .find(|&i| {
+            let n = |k: usize| u32::from_le_bytes(unsorted[4 * k..4 * k + 4].try_into().unwrap());
+            n(i) & (1 << 22) == 0 && n(i + 1) & (1 << 22) == 0
+        })
+        .unwrap();
+    let (a, b) = (unsorted[4 * at + 3], unsorted[4 * at + 7]);
+    unsorted[4 * at + 3] = b;
+    unsorted[4 * at + 7] = a;
+    assert!(Kwg::from_bytes(&unsorted, "x.kwg").unwrap_err().to_string().contains("increasing tile order"));
     // Tiles outside the distribution are caught when the lexicon is loaded for play.
     let mut odd = bytes;
     let n = odd.len();
