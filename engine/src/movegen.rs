@@ -84,6 +84,10 @@ pub struct Generator {
     best_n: Option<usize>,
     opening: bool,
     anchors: Vec<(i32, u8, u8, u8, u8)>,
+    /// All 30 lanes as loaded for this call (across lanes, then down).
+    lanes: Vec<Lane>,
+    /// The rack's tile scores, highest first (best-move mode).
+    rack_scores: [i32; 7],
     /// Letters with at least one tile left on the rack (blank aside).
     rack_letters: u64,
     /// Per-call copies of what the search reads at every step, so the recursion passes only
@@ -119,6 +123,8 @@ impl Generator {
             best_n: None,
             opening: false,
             anchors: Vec::with_capacity(256),
+            lanes: Vec::with_capacity(2 * DIM),
+            rack_scores: [0; 7],
             rack_letters: 0,
             scores: [0; 256],
             by_used: [0; 128],
@@ -167,14 +173,25 @@ impl Generator {
             self.exchanges(req);
         }
 
+        self.rack_scores = [0; 7];
+        for (s, &t) in self.rack_scores.iter_mut().zip(req.rack) {
+            *s = self.scores[t as usize];
+        }
+        self.rack_scores.sort_unstable_by(|x, y| y.cmp(x));
         self.anchors.clear();
+        self.lanes.clear();
         for dir in [ACROSS, DOWN] {
             for lane_no in 0..DIM {
                 self.load_lane(ctx, req, dir, lane_no);
+                self.lanes.push(self.lane);
+                if !self.lane.anchor.contains(&true) {
+                    continue;
+                }
+                let caps = if self.best_n.is_some() { self.caps(ctx) } else { [0; DIM] };
                 let mut left_limit = 0;
                 for a in 0..DIM {
                     if self.lane.anchor[a] {
-                        let bound = if self.best_n.is_some() { self.bound(ctx, req, a, left_limit) } else { 0 };
+                        let bound = if self.best_n.is_some() { self.bound(req, &caps, a, left_limit) } else { 0 };
                         self.anchors.push((bound, dir as u8, lane_no as u8, a as u8, left_limit as u8));
                         left_limit = a + 1;
                     }
@@ -191,7 +208,8 @@ impl Generator {
                 break;
             }
             if loaded != Some((dir, lane_no)) {
-                self.load_lane(ctx, req, dir as usize, lane_no as usize);
+                self.lane = self.lanes[dir as usize * DIM + lane_no as usize];
+                (self.dir, self.lane_no) = (dir as usize, lane_no as usize);
                 loaded = Some((dir, lane_no));
             }
             self.anchor = a as usize;
@@ -270,38 +288,23 @@ impl Generator {
         self.lane_no = lane_no;
     }
 
-    /// Admissible upper bound (millipoints) on the equity of any placement generated from
-    /// anchor `a`: the placed tiles fill `k` consecutive empty squares of the window around the
-    /// anchor; the best rack tile scores go on the best-paying squares (rearrangement
-    /// inequality) or, if lower, each square gets the best tile its cross-set admits; every
-    /// cross-word counts; plus the best leave for `k` tiles. (Checking whether the rack can
-    /// make a bingo at all cost more time than the anchors it pruned.)
-    fn bound(&self, ctx: Ctx, req: &Request, a: usize, left_limit: usize) -> i32 {
+    /// Best tile score each square of the loaded lane admits from this rack, -1 where no rack
+    /// tile fits (occupied squares: unused).
+    fn caps(&self, ctx: Ctx) -> [i32; DIM] {
         let l = &self.lane;
-        let dist = ctx.dist;
-        let mut scores = [0i32; 7];
-        for (i, &t) in req.rack.iter().enumerate().take(7) {
-            scores[i] = dist.score(t);
-        }
-        let r = req.rack.len().min(7);
-        scores[..r].sort_unstable_by(|x, y| y.cmp(x));
         let blank = self.rack[0] > 0;
-        let mut empties = [0usize; DIM];
-        // Best tile score each empty square admits, -1 if no rack tile fits there.
         let mut cap = [0i32; DIM];
-        let mut m = 0;
-        for (p, &t) in l.tiles.iter().enumerate().skip(left_limit) {
-            if t != 0 {
+        for p in 0..DIM {
+            if l.tiles[p] != 0 {
                 continue;
             }
-            let cross = l.cross[p] & dist.all_letters_mask();
-            let fits = cross & self.rack_letters;
-            cap[m] = if fits != 0 {
+            let cross = l.cross[p] & ctx.dist.all_letters_mask();
+            let mut fits = cross & self.rack_letters;
+            cap[p] = if fits != 0 {
                 let mut best = 0;
-                let mut bits = fits;
-                while bits != 0 {
-                    best = best.max(dist.score(bits.trailing_zeros() as u8));
-                    bits &= bits - 1;
+                while fits != 0 {
+                    best = best.max(self.scores[fits.trailing_zeros() as usize]);
+                    fits &= fits - 1;
                 }
                 best
             } else if blank && cross != 0 {
@@ -309,8 +312,27 @@ impl Generator {
             } else {
                 -1
             };
-            empties[m] = p;
-            m += 1;
+        }
+        cap
+    }
+
+    /// Admissible upper bound (millipoints) on the equity of any placement generated from
+    /// anchor `a`: the placed tiles fill `k` consecutive empty squares of the window around the
+    /// anchor; the best rack tile scores go on the best-paying squares (rearrangement
+    /// inequality) or, if lower, each square gets the best tile its cross-set admits; every
+    /// cross-word counts; plus the best leave for `k` tiles. (Checking whether the rack can
+    /// make a bingo at all cost more time than the anchors it pruned.)
+    fn bound(&self, req: &Request, caps: &[i32; DIM], a: usize, left_limit: usize) -> i32 {
+        let l = &self.lane;
+        let scores = &self.rack_scores;
+        let r = req.rack.len().min(7);
+        let mut empties = [0usize; DIM];
+        let mut m = 0;
+        for (p, &t) in l.tiles.iter().enumerate().skip(left_limit) {
+            if t == 0 {
+                empties[m] = p;
+                m += 1;
+            }
         }
         let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
         let mut best = i32::MIN;
@@ -320,7 +342,7 @@ impl Generator {
                     break;
                 }
                 let sq = &empties[j..j + k];
-                if cap[j..j + k].iter().any(|&c| c < 0) {
+                if sq.iter().any(|&p| caps[p] < 0) {
                     continue;
                 }
                 let (mut lo, mut hi) = (sq[0], sq[k - 1]);
@@ -330,7 +352,7 @@ impl Generator {
                 while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
                     hi += 1;
                 }
-                let existing: i32 = (lo..=hi).map(|p| dist.score(l.tiles[p])).sum();
+                let existing: i32 = (lo..=hi).map(|p| self.scores[l.tiles[p] as usize]).sum();
                 let w: i32 = sq.iter().map(|&p| l.wm[p] as i32).product();
                 let mut fixed = existing * w + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
                 let mut coef = [0i32; 7];
@@ -342,7 +364,7 @@ impl Generator {
                         fixed += l.cross_score[p] as i32 * wm;
                         coef[i] += lm * wm;
                     }
-                    capped += coef[i] * cap[j + i];
+                    capped += coef[i] * caps[p];
                 }
                 coef[..k].sort_unstable_by(|x, y| y.cmp(x));
                 let paired: i32 = coef[..k].iter().zip(&scores[..k]).map(|(c, s)| c * s).sum();
