@@ -57,15 +57,18 @@ struct Lane {
     anchor: [bool; DIM],
 }
 
-/// Score accumulated along the current partial word.
+/// Score accumulated along the current partial word (32-bit fields: copied between recursion
+/// levels as plain words).
 #[derive(Clone, Copy)]
 struct Acc {
     main: i32,
     word_mult: i32,
     perp: i32,
-    placed: u8,
-    used: u8,
-    start: u8,
+    placed: u32,
+    /// Rack slots used (see `RackLeaves`).
+    used: u32,
+    /// First square of the word so far.
+    start: u32,
 }
 
 /// Reusable move generator: holds its buffers so that generating allocates nothing once warm.
@@ -214,7 +217,7 @@ impl Generator {
             }
             self.anchor = a as usize;
             self.left_limit = left_limit as usize;
-            let acc = Acc { main: 0, word_mult: 1, perp: 0, placed: 0, used: 0, start: a };
+            let acc = Acc { main: 0, word_mult: 1, perp: 0, placed: 0, used: 0, start: a as u32 };
             self.extend(ctx.kwg, a as usize, ctx.kwg.gaddag_root(), true, acc);
         }
         self.anchors = anchors;
@@ -441,7 +444,7 @@ impl Generator {
     fn go_on(&mut self, kwg: &Kwg, pos: usize, n: u32, left: bool, acc: Acc) {
         let tiles = &self.lane.tiles;
         if left {
-            let acc = Acc { start: pos as u8, ..acc };
+            let acc = Acc { start: pos as u32, ..acc };
             let left_open = pos == 0 || tiles[pos - 1] == 0;
             let right_open = self.anchor + 1 == DIM || tiles[self.anchor + 1] == 0;
             if kwg.accepts(n) && left_open && right_open {
