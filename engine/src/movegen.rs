@@ -207,7 +207,7 @@ impl Generator {
         let anchors = std::mem::take(&mut self.anchors);
         let mut loaded = None;
         for &(bound, dir, lane_no, a, left_limit) in &anchors {
-            if bound < self.threshold() {
+            if bound < self.cut() {
                 break;
             }
             if loaded != Some((dir, lane_no)) {
@@ -226,7 +226,7 @@ impl Generator {
 
     /// Lowest equity a new move must reach to be kept.
     #[inline]
-    fn threshold(&self) -> i32 {
+    fn cut(&self) -> i32 {
         match self.best_n {
             Some(n) if self.moves.len() >= n => self.moves[n - 1].equity,
             _ => i32::MIN,
@@ -253,7 +253,9 @@ impl Generator {
         let slots = &req.leaves.slots;
         let mut tiles = [0u8; 7];
         for used in 1u32..(1 << slots.len()) {
-            if !RackLeaves::canonical(slots, used) {
+            let equity = req.leaves.by_used[used as usize];
+            // Non-canonical masks hold i32::MIN; in best mode most exchanges miss the cut.
+            if equity < self.cut() || !RackLeaves::canonical(slots, used) {
                 continue;
             }
             let mut n = 0;
@@ -263,7 +265,7 @@ impl Generator {
                     n += 1;
                 }
             }
-            let m = Move { equity: req.leaves.by_used[used as usize], ..Move::exchange(&tiles[..n]) };
+            let m = Move { equity, ..Move::exchange(&tiles[..n]) };
             self.push(m);
         }
     }
@@ -440,7 +442,7 @@ impl Generator {
         self.rack_letters |= 1 << rt;
     }
 
-    #[inline]
+    #[inline(always)]
     fn go_on(&mut self, kwg: &Kwg, pos: usize, n: u32, left: bool, acc: Acc) {
         let tiles = &self.lane.tiles;
         if left {
