@@ -341,40 +341,45 @@ impl Generator {
         }
         let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
         let mut best = i32::MIN;
-        for k in 1..=r {
-            for j in ai.saturating_sub(k - 1)..=ai {
-                if j + k > m {
-                    break;
+        // Windows by leftmost empty square `j`, growing rightwards one tile at a time.
+        for j in ai.saturating_sub(r - 1)..=ai {
+            let mut lo = empties[j];
+            while lo > 0 && l.tiles[lo - 1] != 0 {
+                lo -= 1;
+            }
+            let (mut w, mut perp_fixed, mut lm_cap, mut perp_cap) = (1, 0, 0, 0);
+            let (mut lms, mut perps) = ([0i32; 7], [0i32; 7]);
+            for k in 1..=r.min(m - j) {
+                let p = empties[j + k - 1];
+                if caps[p] < 0 {
+                    break; // no rack tile fits here, nor in any longer window
                 }
-                let sq = &empties[j..j + k];
-                if sq.iter().any(|&p| caps[p] < 0) {
-                    continue;
+                let (lm, wm) = (l.lm[p] as i32, l.wm[p] as i32);
+                w *= wm;
+                lms[k - 1] = lm;
+                perps[k - 1] = if l.cross_score[p] >= 0 { lm * wm } else { 0 };
+                if l.cross_score[p] >= 0 {
+                    perp_fixed += l.cross_score[p] as i32 * wm;
                 }
-                let (mut lo, mut hi) = (sq[0], sq[k - 1]);
-                while lo > 0 && l.tiles[lo - 1] != 0 {
-                    lo -= 1;
+                lm_cap += lm * caps[p];
+                perp_cap += perps[k - 1] * caps[p];
+                if j + k - 1 < ai {
+                    continue; // the window must reach the anchor
                 }
+                let mut hi = p;
                 while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
                     hi += 1;
                 }
-                let existing: i32 = (lo..=hi).map(|p| self.scores[l.tiles[p] as usize]).sum();
-                let w: i32 = sq.iter().map(|&p| l.wm[p] as i32).product();
-                let mut fixed = existing * w + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
+                let existing: i32 = (lo..=hi).filter(|&q| l.tiles[q] != 0).map(|q| self.scores[l.tiles[q] as usize]).sum();
+                let fixed = existing * w + perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
                 let mut coef = [0i32; 7];
-                let mut capped = 0;
-                for (i, &p) in sq.iter().enumerate() {
-                    let (lm, wm) = (l.lm[p] as i32, l.wm[p] as i32);
-                    coef[i] = lm * w;
-                    if l.cross_score[p] >= 0 {
-                        fixed += l.cross_score[p] as i32 * wm;
-                        coef[i] += lm * wm;
-                    }
-                    capped += coef[i] * caps[p];
+                for i in 0..k {
+                    coef[i] = lms[i] * w + perps[i];
                 }
                 coef[..k].sort_unstable_by(|x, y| y.cmp(x));
                 let paired: i32 = coef[..k].iter().zip(&scores[..k]).map(|(c, s)| c * s).sum();
-                let eq = (fixed + paired.min(capped)) * 1000 + req.leaves.best_by_count[k];
-                best = best.max(eq);
+                let capped = lm_cap * w + perp_cap;
+                best = best.max((fixed + paired.min(capped)) * 1000 + req.leaves.best_by_count[k]);
             }
         }
         best
