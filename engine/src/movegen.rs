@@ -202,7 +202,8 @@ impl Generator {
             }
         }
         if self.best_n.is_some() {
-            self.anchors.sort_unstable_by(|a, b| b.cmp(a));
+            // Ties in any order: results never depend on the search order (see `push`).
+            self.anchors.sort_unstable_by(|a, b| b.0.cmp(&a.0));
         }
         let anchors = std::mem::take(&mut self.anchors);
         let mut loaded = None;
