@@ -1,0 +1,92 @@
+//! Content-addressed data files (lexicon graph, leave table, distribution, layout), kept in
+//! Postgres so that any coordinator can serve them, and fetched by workers by sha256.
+
+use crate::error::{Error, Result};
+use crate::AppState;
+use anyhow::Context;
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::IntoResponse;
+use sha2::{Digest, Sha256};
+use shared::protocol::ArtifactRef;
+use std::path::Path as FsPath;
+
+/// Roles every match job needs, in the order batch specs list them.
+pub const ROLES: [&str; 4] = ["lexicon", "leaves", "distribution", "layout"];
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Store an artifact (a no-op when its bytes are already there); make it its role's default
+/// when asked.
+pub async fn add(db: &sqlx::PgPool, role: &str, name: &str, bytes: &[u8], default: bool) -> sqlx::Result<String> {
+    let sha = sha256_hex(bytes);
+    let mut tx = db.begin().await?;
+    sqlx::query("INSERT INTO artifacts (sha256, role, name, size, bytes) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (sha256) DO NOTHING")
+        .bind(&sha)
+        .bind(role)
+        .bind(name)
+        .bind(bytes.len() as i64)
+        .bind(bytes)
+        .execute(&mut *tx)
+        .await?;
+    if default {
+        sqlx::query("UPDATE artifacts SET is_default = false WHERE role = $1 AND is_default AND sha256 <> $2").bind(role).bind(&sha).execute(&mut *tx).await?;
+        sqlx::query("UPDATE artifacts SET is_default = true WHERE sha256 = $1").bind(&sha).execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(sha)
+}
+
+/// Make the shipped data (ENABLE graph, leave table, English tiles, standard board) the
+/// defaults, unless defaults are already set. Concurrent start-ups are harmless: the bytes are
+/// identical and inserts are idempotent.
+pub async fn ensure_defaults(db: &sqlx::PgPool, lexica: &FsPath) -> anyhow::Result<()> {
+    let have: Vec<(String,)> = sqlx::query_as("SELECT role FROM artifacts WHERE is_default").fetch_all(db).await?;
+    let missing = |r: &str| !have.iter().any(|(h,)| h == r);
+    if missing("lexicon") {
+        let dist = engine::tiles::Distribution::english();
+        let words = lexica.join("enable.txt");
+        tracing::info!(path = %words.display(), "building the default lexicon graph");
+        let kwg = engine::lexicon::load_lexicon(&words, &dist).with_context(|| format!("{}", words.display()))?;
+        add(db, "lexicon", "enable.kwg", &kwg.to_bytes(), true).await?;
+    }
+    for (role, file) in [("leaves", "enable.klv2"), ("distribution", "english.dist"), ("layout", "standard15.layout")] {
+        if missing(role) {
+            let path = lexica.join(file);
+            let bytes = std::fs::read(&path).with_context(|| format!("{}: cannot read", path.display()))?;
+            add(db, role, file, &bytes, true).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The artifacts an experiment runs with: its pinned ones, the defaults for the rest.
+pub async fn resolve(db: &sqlx::PgPool, pinned: &shared::experiment::Artifacts) -> Result<Vec<ArtifactRef>> {
+    let mut out = Vec::new();
+    for role in ROLES {
+        let pin = match role {
+            "lexicon" => pinned.lexicon.as_deref(),
+            "leaves" => pinned.leaves.as_deref(),
+            _ => None,
+        };
+        let row: Option<(String, String, i64)> = match pin {
+            Some(sha) => sqlx::query_as("SELECT sha256, name, size FROM artifacts WHERE sha256 = $1 AND role = $2").bind(sha).bind(role).fetch_optional(db).await?,
+            None => sqlx::query_as("SELECT sha256, name, size FROM artifacts WHERE role = $1 AND is_default").bind(role).fetch_optional(db).await?,
+        };
+        let (sha256, name, size) = row.ok_or_else(|| match pin {
+            Some(sha) => Error::unprocessable(format!("artifacts.{role}: no {role} artifact with sha256 {sha} on this coordinator")),
+            None => Error::unprocessable(format!("artifacts.{role}: this coordinator has no default {role}")),
+        })?;
+        out.push(ArtifactRef { role: role.into(), name, sha256, size: size as u64 });
+    }
+    Ok(out)
+}
+
+/// `GET /api/v1/artifacts/{sha256}`: the bytes, immutable forever.
+pub async fn get(State(st): State<AppState>, Path(sha): Path<String>) -> Result<impl IntoResponse> {
+    let row: Option<(Vec<u8>,)> = sqlx::query_as("SELECT bytes FROM artifacts WHERE sha256 = $1").bind(&sha).fetch_optional(&st.db).await?;
+    let (bytes,) = row.ok_or_else(|| Error::not_found(format!("no artifact {sha}")))?;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream"), (header::CACHE_CONTROL, "public, max-age=31536000, immutable")], bytes))
+}

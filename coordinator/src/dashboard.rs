@@ -1,0 +1,266 @@
+//! The dashboards: HTML pages rendered on the server from the same views as the JSON API, with
+//! inline SVG plots. They reload themselves every few seconds while anything runs.
+
+use crate::error::Result;
+use crate::experiments::{self, CellView, Detail};
+use crate::AppState;
+use axum::extract::{Path, State};
+use axum::response::Html;
+use std::fmt::Write;
+use uuid::Uuid;
+
+/// Seconds between automatic reloads of a page.
+const REFRESH_SECS: u32 = 5;
+
+const STYLE: &str = include_str!("../../dashboards/style.css");
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+}
+
+fn page(title: &str, refresh: bool, body: &str) -> Html<String> {
+    let meta = if refresh { format!("<meta http-equiv=\"refresh\" content=\"{REFRESH_SECS}\">") } else { String::new() };
+    Html(format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">{meta}<title>{t} · lexhive</title><style>{STYLE}</style></head>\
+         <body><nav><a href=\"/\">experiments</a> <a href=\"/workers\">workers</a> <span class=\"brand\">lexhive</span></nav><main><h1>{t}</h1>{body}</main></body></html>",
+        t = esc(title)
+    ))
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("–".into(), |x| format!("{:.1}%", 100.0 * x))
+}
+
+fn progress(done: i64, target: i64) -> String {
+    let f = if target > 0 { done as f64 / target as f64 } else { 0.0 };
+    format!("<div class=\"bar\" title=\"{done} of {target}\"><div style=\"width:{:.1}%\"></div></div> {done} / {target}", 100.0 * f.min(1.0))
+}
+
+fn ago(t: chrono::DateTime<chrono::Utc>) -> String {
+    let s = (chrono::Utc::now() - t).num_seconds().max(0);
+    match s {
+        0..60 => format!("{s} s ago"),
+        60..3600 => format!("{} min ago", s / 60),
+        3600..86400 => format!("{} h ago", s / 3600),
+        _ => format!("{} days ago", s / 86400),
+    }
+}
+
+/// `/`: every experiment with its status, progress and rate.
+pub async fn experiments(State(st): State<AppState>) -> Result<Html<String>> {
+    let list = experiments::list(&st.db).await?;
+    let mut b = String::from("<table id=\"experiments\"><tr><th>experiment</th><th>kind</th><th>status</th><th>cells</th><th>games</th><th>games/hour</th><th>submitted</th></tr>");
+    for e in &list {
+        let _ = write!(
+            b,
+            "<tr class=\"experiment\" data-id=\"{id}\"><td><a href=\"/experiments/{id}\">{name}</a></td><td>{kind}</td><td><span class=\"status {s}\">{s}</span></td><td>{cells}</td><td>{prog}</td><td>{gph:.0}</td><td>{ago}</td></tr>",
+            id = e.id,
+            name = esc(&e.name),
+            kind = esc(&e.kind),
+            s = esc(&e.status),
+            cells = e.cells,
+            prog = progress(e.games, e.target_games),
+            gph = e.games_per_hour,
+            ago = ago(e.created_at),
+        );
+    }
+    b.push_str("</table>");
+    if list.is_empty() {
+        b.push_str("<p>No experiments yet. Submit one with <code>worker submit FILE --coordinator URL --token T</code>.</p>");
+    }
+    let live = list.iter().any(|e| e.status == "queued" || e.status == "running");
+    Ok(page("Experiments", live, &b))
+}
+
+/// `/experiments/{id}`: win rates with intervals per cell, a heatmap for 2-D grids, progress.
+pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Html<String>> {
+    let d = experiments::detail(&st.db, id).await?;
+    let s = &d.summary;
+    let mut b = String::new();
+    let spec = &d.spec;
+    let _ = write!(
+        b,
+        "<p class=\"meta\"><span class=\"status {st}\" id=\"status\">{st}</span> {kind}: <b>{b1}</b> vs <b>{b2}</b>, {g} games per cell, seed {seed}{sprt}</p>",
+        st = esc(&s.status),
+        kind = esc(&s.kind),
+        b1 = esc(&spec.bots[0]),
+        b2 = esc(&spec.bots[1]),
+        g = spec.games_per_cell,
+        seed = spec.seed,
+        sprt = spec.sprt.map_or(String::new(), |p| format!("; SPRT H0 p={} vs H1 p={} (alpha {}, beta {})", p.p0, p.p1, p.alpha, p.beta)),
+    );
+    if !spec.description.is_empty() {
+        let _ = write!(b, "<p>{}</p>", esc(&spec.description));
+    }
+    let batches = |k: &str| d.batches.get(k).and_then(|v| v.as_i64()).unwrap_or(0);
+    let _ = write!(
+        b,
+        "<p id=\"progress\">{} · {:.0} games/hour · batches: {} done, {} leased, {} queued, {} parked</p>",
+        progress(s.games, s.target_games),
+        s.games_per_hour,
+        batches("done"),
+        batches("leased"),
+        batches("queued"),
+        batches("parked")
+    );
+    b.push_str("<h2>Win rate of the first bot, with 95% intervals</h2>");
+    b.push_str(&winrate_plot(&d));
+    if spec.axes.len() == 2 {
+        b.push_str("<h2>Heatmap</h2>");
+        b.push_str(&heatmap(&d));
+    }
+    b.push_str("<h2>Cells</h2><table id=\"cells\"><tr><th>#</th><th>parameters</th><th>status</th><th>games</th><th>W-D-L</th><th>win rate</th><th>95% interval</th><th>mean score</th><th>bingos/game</th><th>points/turn</th><th>first player wins</th><th>why it stopped</th></tr>");
+    for c in &d.cells {
+        let _ = write!(
+            b,
+            "<tr class=\"cell\" data-index=\"{i}\"><td>{i}</td><td>{params}</td><td><span class=\"status {st}\">{st}</span></td><td>{prog}</td><td>{w}-{dr}-{l}</td><td class=\"winrate\">{wr}</td><td>{lo} – {hi}</td><td>{s0:.1} – {s1:.1}</td><td>{b0:.2} – {b1:.2}</td><td>{p0:.1} – {p1:.1}</td><td>{fp}</td><td class=\"reason\">{why}</td></tr>",
+            i = c.index,
+            params = esc(&cell_label(&d, c)),
+            st = esc(&c.status),
+            prog = progress(c.games as i64, c.target_games),
+            w = c.wins,
+            dr = c.draws,
+            l = c.losses,
+            wr = pct(c.win_rate),
+            lo = pct(c.ci_low),
+            hi = pct(c.ci_high),
+            s0 = c.mean_score[0],
+            s1 = c.mean_score[1],
+            b0 = c.mean_bingos[0],
+            b1 = c.mean_bingos[1],
+            p0 = c.points_per_turn[0],
+            p1 = c.points_per_turn[1],
+            fp = pct(c.first_player_rate),
+            why = esc(c.stop_reason.as_deref().unwrap_or("")),
+        );
+    }
+    b.push_str("</table>");
+    if !d.parked.is_empty() {
+        b.push_str("<h2>Parked batches</h2><table id=\"parked\"><tr><th>batch</th><th>cell</th><th>failures</th><th>last error</th></tr>");
+        for p in &d.parked {
+            let _ = write!(b, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", p.batch_id, p.cell_index, p.failures, esc(p.error.as_deref().unwrap_or("")));
+        }
+        b.push_str("</table>");
+    }
+    let _ = write!(b, "<p class=\"meta\">JSON: <a href=\"/api/v1/experiments/{id}\">/api/v1/experiments/{id}</a></p>");
+    let live = s.status == "queued" || s.status == "running";
+    Ok(page(&s.name, live, &b))
+}
+
+/// A cell's grid values, or its bots when there is no grid.
+fn cell_label(d: &Detail, c: &CellView) -> String {
+    if c.params.is_empty() {
+        return format!("{} vs {}", c.bots[0], c.bots[1]);
+    }
+    d.spec.axes.iter().map(|a| format!("{}={}", a.name, c.params.get(&a.name).map_or(String::new(), |v| v.as_str().map_or_else(|| v.to_string(), str::to_string)))).collect::<Vec<_>>().join(", ")
+}
+
+/// Points with 95% error bars, one per cell, and the 50% line.
+fn winrate_plot(d: &Detail) -> String {
+    let n = d.cells.len().max(1);
+    let (w, h, left, bottom) = ((60 + 48 * n).clamp(320, 1100) as f64, 260.0, 50.0, 60.0);
+    let (mut lo, mut hi) = (0.45f64, 0.55f64);
+    for c in &d.cells {
+        if let (Some(a), Some(b)) = (c.ci_low, c.ci_high) {
+            lo = lo.min(a);
+            hi = hi.max(b);
+        }
+    }
+    let (lo, hi) = (((lo - 0.02) * 20.0).floor() / 20.0, ((hi + 0.02) * 20.0).ceil() / 20.0);
+    let (lo, hi) = (lo.max(0.0), hi.min(1.0));
+    let plot_h = h - bottom - 10.0;
+    let y = |p: f64| 10.0 + plot_h * (1.0 - (p - lo) / (hi - lo));
+    let step = (w - left - 10.0) / n as f64;
+    let x = |i: usize| left + step * (i as f64 + 0.5);
+    let mut s = format!("<svg id=\"winrate\" class=\"plot\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"win rate per cell\">");
+    let mut t = lo;
+    while t <= hi + 1e-9 {
+        let _ = write!(s, "<line class=\"grid\" x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text x=\"{}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{:.0}%</text>", w - 10.0, left - 4.0, y(t) + 4.0, 100.0 * t, y = y(t));
+        t += 0.05;
+    }
+    let _ = write!(s, "<line class=\"even\" x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>", w - 10.0, y = y(0.5));
+    for (i, c) in d.cells.iter().enumerate() {
+        let label = esc(&cell_label(d, c));
+        let _ = write!(s, "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" transform=\"rotate(-35 {:.1} {:.1})\">{}</text>", x(i), h - bottom + 14.0, x(i), h - bottom + 14.0, if label.len() > 24 { format!("#{}", c.index) } else { label.clone() });
+        if let (Some(p), Some(a), Some(b)) = (c.win_rate, c.ci_low, c.ci_high) {
+            let _ = write!(
+                s,
+                "<g class=\"cell\" data-index=\"{}\"><title>{label}: {} ({} – {}), {} games</title><line class=\"ci\" x1=\"{xi:.1}\" x2=\"{xi:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/><circle cx=\"{xi:.1}\" cy=\"{:.1}\" r=\"4\"/></g>",
+                c.index,
+                pct(Some(p)),
+                pct(Some(a)),
+                pct(Some(b)),
+                c.games,
+                y(a),
+                y(b),
+                y(p),
+                xi = x(i)
+            );
+        }
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Colour for a win rate: red below 50%, blue above, white at 50%, saturating at +-15 points.
+fn colour(p: f64) -> String {
+    let t = ((p - 0.5) / 0.15).clamp(-1.0, 1.0);
+    let (r, g, b) = if t >= 0.0 { (255.0 * (1.0 - t) + 33.0 * t, 255.0 * (1.0 - t) + 102.0 * t, 255.0 * (1.0 - t) + 172.0 * t) } else { let t = -t; (255.0 * (1.0 - t) + 178.0 * t, 255.0 * (1.0 - t) + 24.0 * t, 255.0 * (1.0 - t) + 43.0 * t) };
+    format!("rgb({:.0},{:.0},{:.0})", r, g, b)
+}
+
+/// First axis down, second across (cells are row-major in axis order).
+fn heatmap(d: &Detail) -> String {
+    let (rows, cols) = (&d.spec.axes[0], &d.spec.axes[1]);
+    let (cw, ch, left, top) = (90.0, 44.0, 110.0, 40.0);
+    let (w, h) = (left + cw * cols.values.len() as f64 + 10.0, top + ch * rows.values.len() as f64 + 10.0);
+    let v = |x: &serde_json::Value| esc(&x.as_str().map_or_else(|| x.to_string(), str::to_string));
+    let mut s = format!("<svg id=\"heatmap\" class=\"plot\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"win rate heatmap\">");
+    let _ = write!(s, "<text class=\"axis\" x=\"{left}\" y=\"14\">{} →</text><text class=\"axis\" x=\"4\" y=\"{}\">{} ↓</text>", esc(&cols.name), top - 6.0, esc(&rows.name));
+    for (j, c) in cols.values.iter().enumerate() {
+        let _ = write!(s, "<text class=\"tick\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>", left + cw * (j as f64 + 0.5), top - 6.0, v(c));
+    }
+    for (i, r) in rows.values.iter().enumerate() {
+        let _ = write!(s, "<text class=\"tick\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 6.0, top + ch * (i as f64 + 0.5) + 4.0, v(r));
+        for j in 0..cols.values.len() {
+            let Some(c) = d.cells.get(i * cols.values.len() + j) else { continue };
+            let (x, y) = (left + cw * j as f64, top + ch * i as f64);
+            let fill = c.win_rate.map_or("#eee".into(), colour);
+            let _ = write!(
+                s,
+                "<g class=\"hcell\" data-index=\"{}\"><title>{}: {} ± over {} games</title><rect x=\"{x}\" y=\"{y}\" width=\"{cw}\" height=\"{ch}\" fill=\"{fill}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text></g>",
+                c.index,
+                esc(&cell_label(d, c)),
+                pct(c.win_rate),
+                c.games,
+                x + cw / 2.0,
+                y + ch / 2.0 + 4.0,
+                pct(c.win_rate)
+            );
+        }
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// `/workers`: every volunteer, when it was last seen, what it contributed.
+pub async fn workers(State(st): State<AppState>) -> Result<Html<String>> {
+    let list = crate::workers::list(&st.db).await?;
+    let mut b = String::from("<table id=\"workers\"><tr><th>name</th><th>threads</th><th>last seen</th><th>games</th><th>batches</th><th>games/s</th><th>working on</th></tr>");
+    for w in &list {
+        let _ = write!(
+            b,
+            "<tr class=\"worker\"><td>{}</td><td>{}</td><td>{}</td><td class=\"games\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&w.name),
+            w.threads,
+            ago(w.last_seen),
+            w.games,
+            w.batches,
+            w.games_per_sec.map_or("–".into(), |g| format!("{g:.1}")),
+            if w.leased_batches > 0 { format!("{} batch(es)", w.leased_batches) } else { "idle".into() }
+        );
+    }
+    b.push_str("</table>");
+    let live = list.iter().any(|w| w.seconds_since_seen < 300.0);
+    Ok(page("Workers", live, &b))
+}

@@ -1,0 +1,217 @@
+//! Experiments: submission (parse, validate, store experiment and cells), stopping, and the
+//! views the dashboards and `/api/v1/experiments` show.
+
+use crate::auth::Caller;
+use crate::error::{Error, Result};
+use crate::AppState;
+use axum::extract::{Path, State};
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use shared::experiment::ExperimentSpec;
+use shared::protocol::Submitted;
+use shared::stats::{MatchTally, Sprt, SprtDecision};
+use sqlx::types::Json as Db;
+use uuid::Uuid;
+
+/// `POST /api/v1/experiments` with the experiment file (TOML) as the body.
+pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) -> Result<Json<Submitted>> {
+    caller.researcher()?;
+    let spec = ExperimentSpec::parse(&body).map_err(|e| Error::unprocessable(e.to_string()))?;
+    let cells = spec.cells().map_err(|e| Error::unprocessable(e.to_string()))?;
+    let artifacts = crate::artifacts::resolve(&st.db, &spec.artifacts).await?;
+    let id = Uuid::new_v4();
+    let mut tx = st.db.begin().await?;
+    sqlx::query("INSERT INTO experiments (id, name, kind, spec, artifacts, priority) VALUES ($1, $2, $3, $4, $5, $6)")
+        .bind(id)
+        .bind(&spec.name)
+        .bind(spec.kind.as_str())
+        .bind(Db(&spec))
+        .bind(Db(&artifacts))
+        .bind(spec.priority)
+        .execute(&mut *tx)
+        .await?;
+    for c in &cells {
+        sqlx::query("INSERT INTO cells (id, experiment_id, idx, params, bots, target_pairs, tally) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+            .bind(Uuid::new_v4())
+            .bind(id)
+            .bind(c.index as i32)
+            .bind(Db(&c.params))
+            .bind(Db(&c.bots))
+            .bind((spec.games_per_cell / 2) as i64)
+            .bind(Db(MatchTally::default()))
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    tracing::info!(%id, name = %spec.name, cells = cells.len(), "experiment submitted");
+    Ok(Json(Submitted { id, cells: cells.len() as u32, games: spec.games_per_cell * cells.len() as u64 }))
+}
+
+/// `POST /api/v1/experiments/{id}/stop`: no more batches; results in flight still count.
+pub async fn stop(State(st): State<AppState>, caller: Caller, Path(id): Path<Uuid>) -> Result<Json<serde_json::Value>> {
+    caller.researcher()?;
+    let mut tx = st.db.begin().await?;
+    let n = sqlx::query("UPDATE experiments SET status = 'stopped', finished_at = now() WHERE id = $1 AND status IN ('queued', 'running')").bind(id).execute(&mut *tx).await?.rows_affected();
+    if n == 0 {
+        return Err(Error::conflict(format!("experiment {id} is not queued or running")));
+    }
+    sqlx::query("UPDATE cells SET status = 'stopped', stop_reason = 'stopped by a researcher' WHERE experiment_id = $1 AND status = 'running'").bind(id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE batches SET state = 'cancelled', updated_at = now() WHERE experiment_id = $1 AND state = 'queued'").bind(id).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(Json(serde_json::json!({ "stopped": id })))
+}
+
+/// One line of the experiments list.
+#[derive(Serialize)]
+pub struct Summary {
+    pub id: Uuid,
+    pub name: String,
+    pub kind: String,
+    pub status: String,
+    pub priority: i32,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub cells: i64,
+    pub games: i64,
+    pub target_games: i64,
+    /// Games per hour, from the results of the last 15 minutes.
+    pub games_per_hour: f64,
+}
+
+macro_rules! summary_sql {
+    () => {
+        "
+SELECT e.id, e.name, e.kind, e.status, e.priority, e.created_at, e.finished_at,
+       (SELECT count(*) FROM cells c WHERE c.experiment_id = e.id),
+       (SELECT coalesce(sum(2 * c.done_pairs), 0)::bigint FROM cells c WHERE c.experiment_id = e.id),
+       (SELECT coalesce(sum(2 * c.target_pairs), 0)::bigint FROM cells c WHERE c.experiment_id = e.id),
+       (SELECT coalesce(sum(r.games), 0)::bigint FROM batch_results r
+         WHERE r.experiment_id = e.id AND r.received_at > now() - interval '15 minutes')
+FROM experiments e"
+    };
+}
+
+type SummaryRow = (Uuid, String, String, String, i32, DateTime<Utc>, Option<DateTime<Utc>>, i64, i64, i64, i64);
+
+fn summary(r: SummaryRow) -> Summary {
+    let (id, name, kind, status, priority, created_at, finished_at, cells, games, target_games, recent) = r;
+    Summary { id, name, kind, status, priority, created_at, finished_at, cells, games, target_games, games_per_hour: recent as f64 * 4.0 }
+}
+
+pub async fn list(db: &sqlx::PgPool) -> Result<Vec<Summary>> {
+    let rows: Vec<SummaryRow> = sqlx::query_as(concat!(summary_sql!(), " ORDER BY e.created_at DESC LIMIT 500")).fetch_all(db).await?;
+    Ok(rows.into_iter().map(summary).collect())
+}
+
+/// A cell as the dashboards show it. Win counts are the first bot's, whatever seat it sat in.
+#[derive(Serialize)]
+pub struct CellView {
+    pub id: Uuid,
+    pub index: i32,
+    pub params: serde_json::Map<String, serde_json::Value>,
+    pub bots: [String; 2],
+    pub status: String,
+    pub stop_reason: Option<String>,
+    pub games: u64,
+    pub target_games: i64,
+    pub wins: u64,
+    pub draws: u64,
+    pub losses: u64,
+    pub pairs: u64,
+    pub win_rate: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub mean_score: [f64; 2],
+    pub mean_bingos: [f64; 2],
+    pub points_per_turn: [f64; 2],
+    pub first_player_rate: Option<f64>,
+    pub sprt_llr: Option<f64>,
+    pub tally: MatchTally,
+}
+
+#[derive(Serialize)]
+pub struct ParkedBatch {
+    pub batch_id: Uuid,
+    pub cell_index: i32,
+    pub failures: i32,
+    pub error: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct Detail {
+    #[serde(flatten)]
+    pub summary: Summary,
+    pub spec: ExperimentSpec,
+    pub cells: Vec<CellView>,
+    /// Batches by state: queued, leased, done, parked, cancelled.
+    pub batches: serde_json::Map<String, serde_json::Value>,
+    pub parked: Vec<ParkedBatch>,
+}
+
+pub fn cell_view(id: Uuid, index: i32, params: serde_json::Map<String, serde_json::Value>, bots: [String; 2], status: String, stop_reason: Option<String>, target_pairs: i64, t: MatchTally, sprt: Option<&Sprt>) -> CellView {
+    let ci = t.interval();
+    CellView {
+        id,
+        index,
+        params,
+        bots,
+        status,
+        stop_reason,
+        games: t.games,
+        target_games: 2 * target_pairs,
+        wins: t.wins,
+        draws: t.draws,
+        losses: t.losses,
+        pairs: t.pairs(),
+        win_rate: t.win_rate(),
+        ci_low: ci.map(|c| c.0),
+        ci_high: ci.map(|c| c.1),
+        mean_score: [t.mean_score(0), t.mean_score(1)],
+        mean_bingos: [t.mean_bingos(0), t.mean_bingos(1)],
+        points_per_turn: [t.points_per_turn(0), t.points_per_turn(1)],
+        first_player_rate: t.first_player_rate(),
+        sprt_llr: sprt.and_then(|s| s.llr(&t)),
+        tally: t,
+    }
+}
+
+type CellRow = (Uuid, i32, Db<serde_json::Map<String, serde_json::Value>>, Db<[String; 2]>, String, Option<String>, i64, Db<MatchTally>);
+
+pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
+    let row: Option<SummaryRow> = sqlx::query_as(concat!(summary_sql!(), " WHERE e.id = $1")).bind(id).fetch_optional(db).await?;
+    let summary = summary(row.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?);
+    let (Db(spec),): (Db<ExperimentSpec>,) = sqlx::query_as("SELECT spec FROM experiments WHERE id = $1").bind(id).fetch_one(db).await?;
+    let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_pairs, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
+    let cells = rows.into_iter().map(|(id, idx, p, b, s, r, t, tally)| cell_view(id, idx, p.0, b.0, s, r, t, tally.0, spec.sprt.as_ref())).collect();
+    let counts: Vec<(String, i64)> = sqlx::query_as("SELECT state, count(*) FROM batches WHERE experiment_id = $1 GROUP BY state").bind(id).fetch_all(db).await?;
+    let mut batches = serde_json::Map::new();
+    for s in ["queued", "leased", "done", "parked", "cancelled"] {
+        batches.insert(s.into(), counts.iter().find(|c| c.0 == s).map_or(0, |c| c.1).into());
+    }
+    let parked: Vec<(Uuid, i32, i32, Option<String>)> = sqlx::query_as(
+        "SELECT b.id, c.idx, b.failures, b.last_error FROM batches b JOIN cells c ON c.id = b.cell_id WHERE b.experiment_id = $1 AND b.state = 'parked' ORDER BY c.idx, b.first_pair",
+    )
+    .bind(id)
+    .fetch_all(db)
+    .await?;
+    let parked = parked.into_iter().map(|(batch_id, cell_index, failures, error)| ParkedBatch { batch_id, cell_index, failures, error }).collect();
+    Ok(Detail { summary, spec, cells, batches, parked })
+}
+
+/// Why an SPRT stopped a cell, in words for the dashboard.
+pub fn sprt_reason(s: &Sprt, d: SprtDecision) -> Option<String> {
+    match d {
+        SprtDecision::Continue { .. } => None,
+        SprtDecision::AcceptH1 { llr } => Some(format!("SPRT accepted H1: win rate >= {} (LLR {llr:.2} reached the upper bound {:.2})", s.p1, s.bounds().1)),
+        SprtDecision::AcceptH0 { llr } => Some(format!("SPRT accepted H0: win rate <= {} (LLR {llr:.2} reached the lower bound {:.2})", s.p0, s.bounds().0)),
+    }
+}
+
+pub async fn api_list(State(st): State<AppState>) -> Result<Json<Vec<Summary>>> {
+    Ok(Json(list(&st.db).await?))
+}
+
+pub async fn api_detail(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Json<Detail>> {
+    Ok(Json(detail(&st.db, id).await?))
+}

@@ -1,0 +1,260 @@
+//! `coordinator`: the lexhive job server. Researchers submit experiments; volunteers claim
+//! batches, heartbeat, and upload results; everyone watches the dashboards. Postgres holds all
+//! state, so any number of coordinators can serve one database.
+
+mod artifacts;
+mod auth;
+mod dashboard;
+mod error;
+mod experiments;
+mod queue;
+mod results;
+mod workers;
+
+use anyhow::{Context, Result};
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(name = "coordinator", version, about = "lexhive coordinator: experiments, job queue, results, dashboards")]
+struct Cli {
+    /// Postgres connection string.
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
+    database_url: Option<String>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Apply the database migrations.
+    Migrate,
+    /// Serve the API and dashboards (migrates first).
+    Serve(ServeArgs),
+    /// Manage bearer tokens.
+    Token {
+        #[command(subcommand)]
+        cmd: TokenCmd,
+    },
+    /// Recompute every cell's totals from its stored batch results and report differences.
+    Recompute {
+        /// Only this experiment.
+        #[arg(long)]
+        experiment: Option<uuid::Uuid>,
+    },
+    /// Register a data file (lexicon graph, leave table, ...) that experiments can pin by sha256.
+    Artifact {
+        /// `lexicon`, `leaves`, `distribution` or `layout`.
+        #[arg(long)]
+        role: String,
+        /// Make it the default for its role.
+        #[arg(long)]
+        default: bool,
+        file: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCmd {
+    /// Create a token and print it (last line of stdout).
+    Create {
+        #[arg(long, value_parser = ["researcher", "admin"])]
+        role: String,
+    },
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "LEXHIVE_BIND", default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    /// Seconds a lease lasts without a heartbeat.
+    #[arg(long, env = "LEXHIVE_LEASE_SECS", default_value_t = 120)]
+    lease_secs: u64,
+    /// Seconds of work a batch aims at, from the worker's measured speed.
+    #[arg(long, env = "LEXHIVE_BATCH_SECS", default_value_t = 120)]
+    batch_secs: u64,
+    /// Failures (error reports or expired leases) after which a batch is parked.
+    #[arg(long, env = "LEXHIVE_MAX_FAILURES", default_value_t = 3)]
+    max_failures: u32,
+    /// Largest request body accepted for a result upload, in bytes.
+    #[arg(long, env = "LEXHIVE_MAX_UPLOAD_BYTES", default_value_t = 64 << 20)]
+    max_upload_bytes: usize,
+    /// How often this coordinator looks for expired leases, in seconds.
+    #[arg(long, env = "LEXHIVE_REAP_SECS", default_value_t = 5)]
+    reap_secs: u64,
+    /// Largest database connection pool.
+    #[arg(long, env = "LEXHIVE_DB_POOL", default_value_t = 16)]
+    db_pool: u32,
+    /// Folder with the shipped data (enable.txt, enable.klv2, english.dist, standard15.layout).
+    #[arg(long, env = "LEXHIVE_LEXICA")]
+    lexica: Option<PathBuf>,
+}
+
+#[derive(Clone)]
+pub struct AppState {
+    pub db: sqlx::PgPool,
+    pub cfg: Arc<ServeArgs>,
+}
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+async fn connect(url: Option<&str>, pool: u32) -> Result<sqlx::PgPool> {
+    let url = url.context("no database: set DATABASE_URL or pass --database-url (e.g. postgres://postgres@127.0.0.1:5432/lexhive)")?;
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(pool)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(url)
+        .await
+        .with_context(|| format!("cannot connect to the database at {}", redact(url)))
+}
+
+/// A connection string without its password, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => match url[s + 3..at].split_once(':') {
+            Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+            None => url.to_string(),
+        },
+        _ => url.to_string(),
+    }
+}
+
+fn lexica_dir(arg: Option<PathBuf>) -> PathBuf {
+    arg.unwrap_or_else(|| {
+        let here = PathBuf::from("lexica");
+        if here.join("enable.txt").exists() { here } else { PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lexica") }
+    })
+}
+
+pub fn router(state: AppState) -> Router {
+    let upload_cap = state.cfg.max_upload_bytes;
+    let api = Router::new()
+        .route("/experiments", get(experiments::api_list).post(experiments::submit))
+        .route("/experiments/{id}", get(experiments::api_detail))
+        .route("/experiments/{id}/stop", post(experiments::stop))
+        .route("/experiments/{id}/batches", get(results::list))
+        .route("/workers", get(workers::api_list))
+        .route("/workers/register", post(queue::register))
+        .route("/claim", post(queue::claim))
+        .route("/batches/{id}/heartbeat", post(queue::heartbeat))
+        .route("/batches/{id}/release", post(queue::release))
+        .route("/batches/{id}/fail", post(queue::fail))
+        .route("/batches/{id}/result", post(results::upload).layer(DefaultBodyLimit::max(upload_cap)))
+        .route("/batches/{id}/logs/{which}", get(results::logs))
+        .route("/artifacts/{sha256}", get(artifacts::get));
+    Router::new()
+        .nest("/api/v1", api)
+        .route("/", get(dashboard::experiments))
+        .route("/experiments/{id}", get(dashboard::experiment))
+        .route("/workers", get(dashboard::workers))
+        .route("/healthz", get(healthz))
+        .layer(DefaultBodyLimit::max(1 << 20))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, Duration::from_secs(60)))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn healthz(axum::extract::State(st): axum::extract::State<AppState>) -> Result<&'static str, error::Error> {
+    sqlx::query("SELECT 1").execute(&st.db).await?;
+    Ok("ok\n")
+}
+
+async fn serve(url: Option<&str>, args: ServeArgs) -> Result<()> {
+    let db = connect(url, args.db_pool).await?;
+    MIGRATOR.run(&db).await.context("applying migrations")?;
+    artifacts::ensure_defaults(&db, &lexica_dir(args.lexica.clone())).await?;
+    let listener = tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("cannot listen on {}", args.bind))?;
+    let state = AppState { db: db.clone(), cfg: Arc::new(args.clone()) };
+    let reaper = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(args.reap_secs.max(1)));
+        loop {
+            tick.tick().await;
+            if let Err(e) = queue::reap(&db, args.max_failures).await {
+                tracing::warn!(error = %e.message, "reaper");
+            }
+        }
+    });
+    tracing::info!(bind = %listener.local_addr()?, "serving");
+    // Stdout line for scripts and tests that wait for the port.
+    println!("listening on http://{}", listener.local_addr()?);
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown()).await?;
+    reaper.abort();
+    Ok(())
+}
+
+async fn shutdown() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term.recv() => {},
+    }
+    tracing::info!("shutting down");
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    let url = cli.database_url.as_deref();
+    match cli.cmd {
+        Cmd::Migrate => {
+            let db = connect(url, 2).await?;
+            MIGRATOR.run(&db).await.context("applying migrations")?;
+            println!("migrations applied");
+        }
+        Cmd::Serve(args) => serve(url, args).await?,
+        Cmd::Token { cmd: TokenCmd::Create { role } } => {
+            let db = connect(url, 2).await?;
+            MIGRATOR.run(&db).await.context("applying migrations")?;
+            let role = auth::Role::parse(&role).context("role")?;
+            println!("{}", auth::create(&db, role, None).await?);
+        }
+        Cmd::Recompute { experiment } => {
+            let db = connect(url, 2).await?;
+            let (cells, fixed) = results::recompute(&db, experiment).await?;
+            for c in &fixed {
+                println!("cell {c}: stored totals differed from its batch results; fixed");
+            }
+            println!("{cells} cells recomputed, {} differed", fixed.len());
+        }
+        Cmd::Artifact { role, default, file } => {
+            if !artifacts::ROLES.contains(&role.as_str()) {
+                anyhow::bail!("--role: must be one of {}", artifacts::ROLES.join(", "));
+            }
+            let bytes = std::fs::read(&file).with_context(|| format!("{}: cannot read", file.display()))?;
+            check_artifact(&role, &file, &bytes)?;
+            let db = connect(url, 2).await?;
+            MIGRATOR.run(&db).await.context("applying migrations")?;
+            let name = file.file_name().map_or("artifact".into(), |n| n.to_string_lossy().into_owned());
+            println!("{}", artifacts::add(&db, &role, &name, &bytes, default).await?);
+        }
+    }
+    Ok(())
+}
+
+/// Refuse files a worker could not load.
+fn check_artifact(role: &str, file: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    let dist = engine::tiles::Distribution::english();
+    let ok = match role {
+        "lexicon" => engine::lexicon::load_lexicon(file, &dist).map(drop),
+        "leaves" => engine::leaves::Klv::from_bytes(bytes, &file.display().to_string()).map(drop),
+        "distribution" => engine::tiles::Distribution::load(file).map(drop),
+        _ => engine::board::Layout::load(file).map(drop),
+    };
+    ok.map_err(Into::into)
+}
+
+fn main() {
+    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into())).with_writer(std::io::stderr).init();
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+    if let Err(e) = rt.block_on(run(cli)) {
+        eprintln!("error: {e:#}");
+        std::process::exit(2);
+    }
+}

@@ -1,0 +1,290 @@
+//! The job queue: registration, claims, heartbeats, releases, failures, and the reaper.
+//!
+//! Invariants (Postgres holds all of them; coordinators are stateless):
+//! - A batch is `queued`, `leased` (with lease id, owner and expiry), `done`, `parked` or
+//!   `cancelled`. Only the holder of the current lease id may heartbeat, release, fail or
+//!   upload it.
+//! - A cell's pairs `0..next_pair` are covered by its batches exactly once; new batches are
+//!   carved from `next_pair` at claim time, sized for the claiming worker.
+//! - A batch that expired or failed `max_failures` times is parked, and its cell fails.
+
+use crate::auth::{self, Caller, Role};
+use crate::error::{Error, Result};
+use crate::AppState;
+use axum::extract::{Path, State};
+use axum::Json;
+use shared::protocol::*;
+use shared::PROTOCOL_VERSION;
+use sqlx::types::Json as Db;
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+/// Longest worker name.
+const MAX_NAME: usize = 64;
+/// Most pairs in one batch, whatever the worker's speed.
+const MAX_PAIRS: i64 = 50_000;
+/// How long an idle worker is told to wait before asking again.
+const IDLE_RETRY_MS: u64 = 2000;
+
+fn check_protocol(v: u32) -> Result<()> {
+    if v != PROTOCOL_VERSION {
+        return Err(Error::new(axum::http::StatusCode::UPGRADE_REQUIRED, format!("protocol {v} is not spoken here; this coordinator speaks {PROTOCOL_VERSION}: update the worker")));
+    }
+    Ok(())
+}
+
+/// `POST /api/v1/workers/register`: open to anyone; returns a worker token.
+pub async fn register(State(st): State<AppState>, Json(r): Json<RegisterRequest>) -> Result<Json<RegisterResponse>> {
+    check_protocol(r.protocol)?;
+    let name = r.name.trim();
+    if name.is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control) {
+        return Err(Error::unprocessable(format!("name: must be 1 to {MAX_NAME} printable characters")));
+    }
+    let threads = r.threads.clamp(1, 4096) as i32;
+    let id = Uuid::new_v4();
+    let mut tx = st.db.begin().await?;
+    sqlx::query("INSERT INTO workers (id, name, threads) VALUES ($1, $2, $3)").bind(id).bind(name).bind(threads).execute(&mut *tx).await?;
+    let token = auth::new_token();
+    sqlx::query("INSERT INTO tokens (hash, role, worker_id) VALUES ($1, $2, $3)").bind(auth::hash(&token)).bind(Role::Worker.as_str()).bind(id).execute(&mut *tx).await?;
+    tx.commit().await?;
+    tracing::info!(worker = %id, name, threads, "worker registered");
+    Ok(Json(RegisterResponse { worker_id: id, token }))
+}
+
+/// `POST /api/v1/claim`: lease the next batch for this worker, or say there is none.
+pub async fn claim(State(st): State<AppState>, caller: Caller, Json(r): Json<ClaimRequest>) -> Result<Json<ClaimResponse>> {
+    check_protocol(r.protocol)?;
+    let worker = caller.worker()?;
+    let threads = r.threads.clamp(1, 4096) as i32;
+    let lease_secs = st.cfg.lease_secs as f64;
+    let mut tx = st.db.begin().await?;
+    sqlx::query("UPDATE workers SET last_seen = now(), threads = $2 WHERE id = $1").bind(worker).bind(threads).execute(&mut *tx).await?;
+    let lease = Uuid::new_v4();
+    // Batches put back in the queue (expired, released) go first: they are oldest work.
+    let requeued: Option<(Uuid,)> = sqlx::query_as(
+        "UPDATE batches SET state = 'leased', lease_id = $1, lease_owner = $2, lease_expires = now() + make_interval(secs => $3),
+                leases = leases + 1, updated_at = now()
+         WHERE id = (SELECT id FROM batches WHERE state = 'queued' ORDER BY priority DESC, created_at FOR UPDATE SKIP LOCKED LIMIT 1)
+         RETURNING id",
+    )
+    .bind(lease)
+    .bind(worker)
+    .bind(lease_secs)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let batch = match requeued {
+        Some((id,)) => Some(id),
+        None => carve(&mut tx, worker, lease, lease_secs, threads, r.games_per_sec, st.cfg.batch_secs).await?,
+    };
+    let Some(batch) = batch else {
+        tx.commit().await?;
+        return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS }));
+    };
+    let spec = batch_spec(&mut tx, batch, st.cfg.lease_secs).await?;
+    tx.commit().await?;
+    Ok(Json(ClaimResponse::Batch(Box::new(spec))))
+}
+
+/// Carve a new batch from the next runnable cell: highest priority first, then the experiment
+/// and the cell that were served longest ago (round robin across experiments, then cells).
+async fn carve(tx: &mut Transaction<'_, Postgres>, worker: Uuid, lease: Uuid, lease_secs: f64, threads: i32, games_per_sec: Option<f64>, batch_secs: u64) -> Result<Option<Uuid>> {
+    let cell: Option<(Uuid, Uuid, i64, i64, i32)> = sqlx::query_as(
+        "SELECT c.id, c.experiment_id, c.next_pair, c.target_pairs, e.priority
+         FROM cells c JOIN experiments e ON e.id = c.experiment_id
+         WHERE c.status = 'running' AND c.next_pair < c.target_pairs AND e.status IN ('queued', 'running')
+         ORDER BY e.priority DESC, e.last_claim_at NULLS FIRST, c.last_claim_at NULLS FIRST, c.idx
+         FOR UPDATE OF c SKIP LOCKED LIMIT 1",
+    )
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some((cell, experiment, next, target, priority)) = cell else { return Ok(None) };
+    // Aim at `batch_secs` of work; a worker that has not measured itself yet gets a pair per
+    // thread, which finishes quickly and gives the measurement.
+    let want = match games_per_sec.filter(|g| g.is_finite() && *g > 0.0) {
+        Some(gps) => (gps * batch_secs as f64 / 2.0).round() as i64,
+        None => threads as i64,
+    };
+    let pairs = want.clamp(1, MAX_PAIRS).min(target - next);
+    sqlx::query("UPDATE cells SET next_pair = next_pair + $2, last_claim_at = now() WHERE id = $1").bind(cell).bind(pairs).execute(&mut **tx).await?;
+    sqlx::query("UPDATE experiments SET last_claim_at = now(), status = CASE WHEN status = 'queued' THEN 'running' ELSE status END, started_at = coalesce(started_at, now()) WHERE id = $1")
+        .bind(experiment)
+        .execute(&mut **tx)
+        .await?;
+    let id = Uuid::new_v4();
+    sqlx::query(
+        "INSERT INTO batches (id, cell_id, experiment_id, first_pair, pairs, priority, state, leases, lease_id, lease_owner, lease_expires)
+         VALUES ($1, $2, $3, $4, $5, $6, 'leased', 1, $7, $8, now() + make_interval(secs => $9))",
+    )
+    .bind(id)
+    .bind(cell)
+    .bind(experiment)
+    .bind(next)
+    .bind(pairs)
+    .bind(priority)
+    .bind(lease)
+    .bind(worker)
+    .bind(lease_secs)
+    .execute(&mut **tx)
+    .await?;
+    Ok(Some(id))
+}
+
+async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs: u64) -> Result<BatchSpec> {
+    type Row = (Uuid, Uuid, i64, i64, Uuid, String, Db<Vec<ArtifactRef>>, Db<shared::experiment::ExperimentSpec>, Uuid, i32, Db<[String; 2]>);
+    let (batch_id, lease_id, first_pair, pairs, experiment_id, experiment_name, artifacts, spec, cell_id, cell_index, bots): Row = sqlx::query_as(
+        "SELECT b.id, b.lease_id, b.first_pair, b.pairs, e.id, e.name, e.artifacts, e.spec, c.id, c.idx, c.bots
+         FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1",
+    )
+    .bind(batch)
+    .fetch_one(&mut **tx)
+    .await?;
+    let [bot1, bot2] = bots.0;
+    // Every cell plays the same deals, so cells differ only by their bots.
+    let job = Job::Match(MatchJob { bot1, bot2, seed: spec.0.seed, first_pair: first_pair as u64, pairs: pairs as u64 });
+    Ok(BatchSpec {
+        batch_id,
+        lease_id,
+        lease_secs,
+        heartbeat_secs: (lease_secs / 4).max(1),
+        experiment_id,
+        experiment_name,
+        cell_id,
+        cell_index: cell_index as u32,
+        artifacts: artifacts.0,
+        job,
+    })
+}
+
+/// Why a lease-holding request for `batch` cannot go on: 404, 403 (someone else's lease), or
+/// 409 (the lease is no longer current).
+pub async fn lease_error(db: impl sqlx::PgExecutor<'_>, batch: Uuid, lease: Uuid, worker: Uuid) -> Error {
+    let row: std::result::Result<Option<(Option<Uuid>, Option<Uuid>, String)>, _> =
+        sqlx::query_as("SELECT lease_id, lease_owner, state FROM batches WHERE id = $1").bind(batch).fetch_optional(db).await;
+    match row {
+        Err(e) => e.into(),
+        Ok(None) => Error::not_found(format!("no batch {batch}")),
+        Ok(Some((Some(l), Some(owner), _))) if l == lease && owner != worker => Error::forbidden("this lease belongs to another worker"),
+        Ok(Some((_, _, state))) => Error::conflict(format!("lease {lease} is no longer held (the batch is {state}); drop this batch")),
+    }
+}
+
+/// `POST /api/v1/batches/{id}/heartbeat`: extend the lease.
+pub async fn heartbeat(State(st): State<AppState>, caller: Caller, Path(batch): Path<Uuid>, Json(r): Json<HeartbeatRequest>) -> Result<Json<HeartbeatResponse>> {
+    let worker = caller.worker()?;
+    let row: Option<(String,)> = sqlx::query_as(
+        "UPDATE batches b SET lease_expires = now() + make_interval(secs => $4), updated_at = now()
+         FROM cells c WHERE b.id = $1 AND b.lease_id = $2 AND b.lease_owner = $3 AND b.state = 'leased' AND c.id = b.cell_id
+         RETURNING c.status",
+    )
+    .bind(batch)
+    .bind(r.lease_id)
+    .bind(worker)
+    .bind(st.cfg.lease_secs as f64)
+    .fetch_optional(&st.db)
+    .await?;
+    let Some((cell_status,)) = row else { return Err(lease_error(&st.db, batch, r.lease_id, worker).await) };
+    sqlx::query("UPDATE workers SET last_seen = now() WHERE id = $1").bind(worker).execute(&st.db).await?;
+    Ok(Json(HeartbeatResponse { keep_going: cell_status == "running", lease_secs: st.cfg.lease_secs }))
+}
+
+/// `POST /api/v1/batches/{id}/release`: give the batch back unplayed (Ctrl-C, or its cell
+/// stopped). Not a failure.
+pub async fn release(State(st): State<AppState>, caller: Caller, Path(batch): Path<Uuid>, Json(r): Json<ReleaseRequest>) -> Result<Json<serde_json::Value>> {
+    let worker = caller.worker()?;
+    let row: Option<(String,)> = sqlx::query_as(
+        "UPDATE batches b SET state = CASE WHEN c.status = 'running' THEN 'queued' ELSE 'cancelled' END,
+                lease_id = NULL, lease_owner = NULL, lease_expires = NULL, updated_at = now()
+         FROM cells c WHERE b.id = $1 AND b.lease_id = $2 AND b.lease_owner = $3 AND b.state = 'leased' AND c.id = b.cell_id
+         RETURNING b.state",
+    )
+    .bind(batch)
+    .bind(r.lease_id)
+    .bind(worker)
+    .fetch_optional(&st.db)
+    .await?;
+    let Some((state,)) = row else { return Err(lease_error(&st.db, batch, r.lease_id, worker).await) };
+    Ok(Json(serde_json::json!({ "released": batch, "state": state })))
+}
+
+/// `POST /api/v1/batches/{id}/fail`: the worker could not play the batch.
+pub async fn fail(State(st): State<AppState>, caller: Caller, Path(batch): Path<Uuid>, Json(r): Json<FailRequest>) -> Result<Json<serde_json::Value>> {
+    let worker = caller.worker()?;
+    let error: String = r.error.chars().take(2000).collect();
+    let mut tx = st.db.begin().await?;
+    let row: Option<(Uuid, String)> = sqlx::query_as(
+        "UPDATE batches SET failures = failures + 1, last_error = $4,
+                state = CASE WHEN failures + 1 >= $5 THEN 'parked' ELSE 'queued' END,
+                lease_id = NULL, lease_owner = NULL, lease_expires = NULL, updated_at = now()
+         WHERE id = $1 AND lease_id = $2 AND lease_owner = $3 AND state = 'leased'
+         RETURNING cell_id, state",
+    )
+    .bind(batch)
+    .bind(r.lease_id)
+    .bind(worker)
+    .bind(format!("worker {worker}: {error}"))
+    .bind(st.cfg.max_failures as i32)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((cell, state)) = row else { return Err(lease_error(&mut *tx, batch, r.lease_id, worker).await) };
+    if state == "parked" {
+        park_cell(&mut tx, cell).await?;
+    }
+    tx.commit().await?;
+    tracing::warn!(%batch, %worker, %error, %state, "batch failed");
+    Ok(Json(serde_json::json!({ "batch": batch, "state": state })))
+}
+
+/// A parked batch means its cell cannot reach its target: fail the cell, cancel its queued
+/// batches, and settle the experiment if nothing else runs.
+async fn park_cell(tx: &mut Transaction<'_, Postgres>, cell: Uuid) -> Result<()> {
+    let experiment: Option<(Uuid,)> = sqlx::query_as(
+        "UPDATE cells SET status = 'failed', stop_reason = 'a batch failed too often (see parked batches)' WHERE id = $1 AND status = 'running' RETURNING experiment_id",
+    )
+    .bind(cell)
+    .fetch_optional(&mut **tx)
+    .await?;
+    sqlx::query("UPDATE batches SET state = 'cancelled', updated_at = now() WHERE cell_id = $1 AND state = 'queued'").bind(cell).execute(&mut **tx).await?;
+    if let Some((experiment,)) = experiment {
+        settle_experiment(tx, experiment).await?;
+    }
+    Ok(())
+}
+
+/// Mark an experiment finished or failed once none of its cells runs.
+pub async fn settle_experiment(tx: &mut Transaction<'_, Postgres>, experiment: Uuid) -> Result<()> {
+    sqlx::query(
+        "UPDATE experiments e SET finished_at = now(),
+                status = CASE WHEN EXISTS (SELECT 1 FROM cells WHERE experiment_id = e.id AND status = 'failed') THEN 'failed' ELSE 'finished' END
+         WHERE e.id = $1 AND e.status IN ('queued', 'running')
+           AND NOT EXISTS (SELECT 1 FROM cells WHERE experiment_id = e.id AND status = 'running')",
+    )
+    .bind(experiment)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Return expired leases to the queue (parking those that expired too often). Safe to run in
+/// every coordinator at once.
+pub async fn reap(db: &sqlx::PgPool, max_failures: u32) -> Result<u64> {
+    let mut tx = db.begin().await?;
+    let rows: Vec<(Uuid, Uuid, String)> = sqlx::query_as(
+        "UPDATE batches SET failures = failures + 1,
+                last_error = 'lease expired: worker ' || lease_owner::text || ' stopped heartbeating',
+                state = CASE WHEN failures + 1 >= $1 THEN 'parked' ELSE 'queued' END,
+                lease_id = NULL, lease_owner = NULL, lease_expires = NULL, updated_at = now()
+         WHERE id IN (SELECT id FROM batches WHERE state = 'leased' AND lease_expires < now() FOR UPDATE SKIP LOCKED)
+         RETURNING id, cell_id, state",
+    )
+    .bind(max_failures as i32)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (batch, cell, state) in &rows {
+        tracing::warn!(%batch, %state, "lease expired");
+        if state == "parked" {
+            park_cell(&mut tx, *cell).await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(rows.len() as u64)
+}

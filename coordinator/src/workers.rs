@@ -1,0 +1,53 @@
+//! The volunteers: who they are, when they were last seen, what they contributed.
+
+use crate::error::Result;
+use crate::AppState;
+use axum::extract::State;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+#[derive(Serialize)]
+pub struct WorkerView {
+    pub id: Uuid,
+    pub name: String,
+    pub threads: i32,
+    pub created_at: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+    pub seconds_since_seen: f64,
+    pub games: i64,
+    pub batches: i64,
+    pub games_per_sec: Option<f64>,
+    pub leased_batches: i64,
+}
+
+pub async fn list(db: &sqlx::PgPool) -> Result<Vec<WorkerView>> {
+    type Row = (Uuid, String, i32, DateTime<Utc>, DateTime<Utc>, f64, i64, i64, Option<f64>, i64);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT w.id, w.name, w.threads, w.created_at, w.last_seen, extract(epoch FROM now() - w.last_seen)::float8, w.games, w.batches, w.games_per_sec,
+                (SELECT count(*) FROM batches b WHERE b.lease_owner = w.id AND b.state = 'leased')
+         FROM workers w ORDER BY w.last_seen DESC LIMIT 1000",
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, name, threads, created_at, last_seen, seconds_since_seen, games, batches, games_per_sec, leased_batches)| WorkerView {
+            id,
+            name,
+            threads,
+            created_at,
+            last_seen,
+            seconds_since_seen,
+            games,
+            batches,
+            games_per_sec,
+            leased_batches,
+        })
+        .collect())
+}
+
+pub async fn api_list(State(st): State<AppState>) -> Result<Json<Vec<WorkerView>>> {
+    Ok(Json(list(&st.db).await?))
+}

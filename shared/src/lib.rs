@@ -1,0 +1,14 @@
+//! lexhive's wire protocol: what a researcher submits ([`experiment`]), what the coordinator
+//! hands a worker and what comes back ([`protocol`]), and the statistics both sides compute the
+//! same way ([`stats`]).
+//!
+//! Every type here is serialised as JSON on the wire and in Postgres; a change that breaks old
+//! peers bumps [`PROTOCOL_VERSION`].
+
+pub mod experiment;
+pub mod protocol;
+pub mod stats;
+
+/// Version of the coordinator-worker protocol. A worker sends it when it registers and claims;
+/// the coordinator refuses other versions with a message saying which one it speaks.
+pub const PROTOCOL_VERSION: u32 = 1;

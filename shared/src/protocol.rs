@@ -1,0 +1,218 @@
+//! Requests and responses between coordinator and worker (JSON over HTTP, `/api/v1/...`).
+//!
+//! The flow: a volunteer registers once ([`RegisterRequest`]) and keeps its token; then it
+//! claims a batch ([`ClaimRequest`] -> [`ClaimResponse`]), fetches the [`ArtifactRef`]s it lacks,
+//! heartbeats while it plays, and uploads a [`ResultUpload`] under the lease it was given.
+
+use crate::stats::MatchTally;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A data file a job needs, addressed by the sha256 of its bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactRef {
+    /// What the job uses it as: `lexicon`, `leaves`, `distribution` or `layout`.
+    pub role: String,
+    /// The file name it was registered under (its extension says its format).
+    pub name: String,
+    pub sha256: String,
+    pub size: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RegisterRequest {
+    pub protocol: u32,
+    pub name: String,
+    pub threads: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RegisterResponse {
+    pub worker_id: Uuid,
+    /// The bearer token; the coordinator keeps only its hash, so this is the only copy.
+    pub token: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClaimRequest {
+    pub protocol: u32,
+    pub threads: u32,
+    /// Games per second this worker measured on its last batch, for sizing the next one.
+    pub games_per_sec: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum ClaimResponse {
+    Batch(Box<BatchSpec>),
+    /// No runnable work now; ask again after this long.
+    Idle { retry_after_ms: u64 },
+}
+
+/// A leased unit of work.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BatchSpec {
+    pub batch_id: Uuid,
+    /// Identifies this lease: heartbeats and the upload must quote it.
+    pub lease_id: Uuid,
+    pub lease_secs: u64,
+    pub heartbeat_secs: u64,
+    pub experiment_id: Uuid,
+    pub experiment_name: String,
+    pub cell_id: Uuid,
+    pub cell_index: u32,
+    pub artifacts: Vec<ArtifactRef>,
+    pub job: Job,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Job {
+    Match(MatchJob),
+}
+
+impl Job {
+    /// Games the job plays.
+    pub fn games(&self) -> u64 {
+        match self {
+            Job::Match(m) => 2 * m.pairs,
+        }
+    }
+}
+
+/// Pairs `first_pair..first_pair + pairs` of the cell's deal sequence, each played twice with
+/// the seats swapped. Deal `p` is `engine::autoplay::deal_seed(seed, p)`, so a batch replays
+/// identically wherever it runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchJob {
+    pub bot1: String,
+    pub bot2: String,
+    pub seed: u64,
+    pub first_pair: u64,
+    pub pairs: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HeartbeatRequest {
+    pub lease_id: Uuid,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HeartbeatResponse {
+    /// False when the batch's cell no longer needs it (stopped early): release it.
+    pub keep_going: bool,
+    pub lease_secs: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum JobResult {
+    Match(MatchTally),
+}
+
+impl JobResult {
+    pub fn games(&self) -> u64 {
+        match self {
+            JobResult::Match(t) => t.games,
+        }
+    }
+}
+
+/// Compressed logs of a batch: base64 of gzip. The sha256 are of the uncompressed texts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Logs {
+    /// Every game's GCG, each introduced by a [`GAME_MARKER`] line.
+    pub gcg_gz: String,
+    pub gcg_sha256: String,
+    /// The per-turn CSV (header included).
+    pub csv_gz: String,
+    pub csv_sha256: String,
+}
+
+/// Line that starts each game in a GCG bundle: `#lexhive-game <game id>`.
+pub const GAME_MARKER: &str = "#lexhive-game ";
+
+/// Split a GCG bundle into (game id, GCG text) pairs.
+pub fn split_gcg_bundle(text: &str) -> Result<Vec<(u64, &str)>, String> {
+    let mut out = Vec::new();
+    let mut starts = Vec::new();
+    let mut pos = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(id) = line.strip_prefix(GAME_MARKER) {
+            let id = id.trim().parse::<u64>().map_err(|_| format!("bad game marker `{}`", line.trim()))?;
+            starts.push((id, pos, pos + line.len()));
+        } else if starts.is_empty() && !line.trim().is_empty() {
+            return Err("text before the first game marker".into());
+        }
+        pos += line.len();
+    }
+    for (i, &(id, _, body)) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).map_or(text.len(), |s| s.1);
+        out.push((id, &text[body..end]));
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ResultUpload {
+    pub lease_id: Uuid,
+    pub result: JobResult,
+    pub elapsed_ms: u64,
+    pub logs: Logs,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UploadResponse {
+    /// True when this upload was recorded now; false when the same lease's result already was.
+    pub accepted: bool,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FailRequest {
+    pub lease_id: Uuid,
+    pub error: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReleaseRequest {
+    pub lease_id: Uuid,
+}
+
+/// The body of every error response.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ApiError {
+    pub error: String,
+}
+
+/// Response to an experiment submission.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Submitted {
+    pub id: Uuid,
+    pub cells: u32,
+    pub games: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundle_round_trip() {
+        let text = format!("{GAME_MARKER}4\n#player1 a a\n>a: X 8H AB +4 4\n{GAME_MARKER}5\n#player1 b b\n");
+        let games = split_gcg_bundle(&text).unwrap();
+        assert_eq!(games.len(), 2);
+        assert_eq!(games[0], (4, "#player1 a a\n>a: X 8H AB +4 4\n"));
+        assert_eq!(games[1], (5, "#player1 b b\n"));
+        assert!(split_gcg_bundle("junk\n").is_err());
+        assert!(split_gcg_bundle(&format!("{GAME_MARKER}x\n")).is_err());
+    }
+
+    #[test]
+    fn claim_response_is_tagged() {
+        let idle = serde_json::to_value(ClaimResponse::Idle { retry_after_ms: 5 }).unwrap();
+        assert_eq!(idle["status"], "idle");
+        let job = serde_json::to_value(Job::Match(MatchJob { bot1: "a".into(), bot2: "b".into(), seed: 1, first_pair: 0, pairs: 2 })).unwrap();
+        assert_eq!(job["kind"], "match");
+    }
+}

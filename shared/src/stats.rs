@@ -1,0 +1,236 @@
+//! Match statistics that both sides compute the same way: the per-batch tally a worker uploads,
+//! the per-cell sums the coordinator keeps, win rates with 95% intervals, and the SPRT.
+//!
+//! Tallies are integer counts, so summing them in any order gives the same cell totals — the
+//! coordinator can recompute a cell from its stored batch results and compare exactly.
+
+use serde::{Deserialize, Serialize};
+
+/// z for a two-sided 95% interval.
+pub const Z95: f64 = 1.959_963_985;
+
+/// Everything the dashboards show about a set of games, from the first bot's view whatever seat
+/// it sat in. Batches always hold whole pairs (both legs of a deal).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchTally {
+    pub games: u64,
+    pub wins: u64,
+    pub draws: u64,
+    pub losses: u64,
+    /// Complete pairs by the first bot's points over both legs: 0, 0.5, 1, 1.5, 2.
+    pub pair_points: [u64; 5],
+    /// Final scores summed over games: the first bot's, the second bot's.
+    pub score: [i64; 2],
+    pub bingos: [u64; 2],
+    pub turns: [u64; 2],
+    /// Games won / drawn by whoever moved first.
+    pub first_wins: u64,
+    pub first_draws: u64,
+}
+
+impl MatchTally {
+    pub fn merge(&mut self, o: &MatchTally) {
+        self.games += o.games;
+        self.wins += o.wins;
+        self.draws += o.draws;
+        self.losses += o.losses;
+        for i in 0..5 {
+            self.pair_points[i] += o.pair_points[i];
+        }
+        for b in 0..2 {
+            self.score[b] += o.score[b];
+            self.bingos[b] += o.bingos[b];
+            self.turns[b] += o.turns[b];
+        }
+        self.first_wins += o.first_wins;
+        self.first_draws += o.first_draws;
+    }
+
+    /// Whether the counts agree with each other (a check on uploads).
+    pub fn is_consistent(&self) -> bool {
+        let pairs: u64 = self.pair_points.iter().sum();
+        self.wins + self.draws + self.losses == self.games
+            && 2 * pairs == self.games
+            && self.first_wins + self.first_draws <= self.games
+    }
+
+    pub fn pairs(&self) -> u64 {
+        self.pair_points.iter().sum()
+    }
+
+    /// The first bot's score rate: wins plus half the draws, over games.
+    pub fn win_rate(&self) -> Option<f64> {
+        (self.games > 0).then(|| (self.wins as f64 + 0.5 * self.draws as f64) / self.games as f64)
+    }
+
+    /// 95% interval for the win rate. With two or more pairs it comes from the spread of pair
+    /// results, which is honest when the two legs of a deal are correlated (they are: paired
+    /// deals exist to make them so); otherwise it is Wilson's interval over games.
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        let p = self.win_rate()?;
+        if let Some((mean, var, n)) = self.pair_moments() {
+            let h = Z95 * (var / n).sqrt();
+            return Some(((mean - h).max(0.0), (mean + h).min(1.0)));
+        }
+        let n = self.games as f64;
+        let z2 = Z95 * Z95;
+        let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+        let h = Z95 / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+        Some(((centre - h).max(0.0), (centre + h).min(1.0)))
+    }
+
+    /// Mean and sample variance of the per-pair score (0, 0.25, ..., 1), and the pair count.
+    fn pair_moments(&self) -> Option<(f64, f64, f64)> {
+        let n = self.pairs();
+        if n < 2 {
+            return None;
+        }
+        let n = n as f64;
+        let vals = self.pair_points.iter().enumerate().map(|(i, &c)| (i as f64 / 4.0, c as f64));
+        let mean = vals.clone().map(|(v, c)| v * c).sum::<f64>() / n;
+        let var = vals.map(|(v, c)| c * (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        Some((mean, var, n))
+    }
+
+    /// Mean final score of bot `b` (0: first bot).
+    pub fn mean_score(&self, b: usize) -> f64 {
+        self.score[b] as f64 / self.games.max(1) as f64
+    }
+
+    pub fn mean_bingos(&self, b: usize) -> f64 {
+        self.bingos[b] as f64 / self.games.max(1) as f64
+    }
+
+    pub fn points_per_turn(&self, b: usize) -> f64 {
+        self.score[b] as f64 / self.turns[b].max(1) as f64
+    }
+
+    /// Share of games won by the player who moved first, draws counting half.
+    pub fn first_player_rate(&self) -> Option<f64> {
+        (self.games > 0).then(|| (self.first_wins as f64 + 0.5 * self.first_draws as f64) / self.games as f64)
+    }
+}
+
+/// A sequential probability ratio test on the first bot's per-pair score: H0 "its win rate is
+/// `p0`" against H1 "it is `p1`", with error rates `alpha` (accepting H1 wrongly) and `beta`.
+/// Uses the normal (generalised) approximation of the log-likelihood ratio over pair results.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sprt {
+    pub p0: f64,
+    pub p1: f64,
+    pub alpha: f64,
+    pub beta: f64,
+}
+
+/// What an SPRT says about a tally.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SprtDecision {
+    Continue { llr: f64 },
+    AcceptH0 { llr: f64 },
+    AcceptH1 { llr: f64 },
+}
+
+/// Pairs an SPRT waits for before deciding: the normal approximation needs a few.
+pub const SPRT_MIN_PAIRS: u64 = 20;
+
+impl Sprt {
+    /// Lower and upper log-likelihood-ratio bounds.
+    pub fn bounds(&self) -> (f64, f64) {
+        ((self.beta / (1.0 - self.alpha)).ln(), ((1.0 - self.beta) / self.alpha).ln())
+    }
+
+    pub fn llr(&self, t: &MatchTally) -> Option<f64> {
+        let (mean, var, n) = t.pair_moments()?;
+        // All pairs alike gives no variance estimate; a tiny floor keeps the ratio finite.
+        let var = var.max(1e-6);
+        Some(n * (self.p1 - self.p0) * (2.0 * mean - self.p0 - self.p1) / (2.0 * var))
+    }
+
+    pub fn decide(&self, t: &MatchTally) -> SprtDecision {
+        let llr = self.llr(t).unwrap_or(0.0);
+        if t.pairs() < SPRT_MIN_PAIRS {
+            return SprtDecision::Continue { llr };
+        }
+        let (lo, hi) = self.bounds();
+        if llr >= hi {
+            SprtDecision::AcceptH1 { llr }
+        } else if llr <= lo {
+            SprtDecision::AcceptH0 { llr }
+        } else {
+            SprtDecision::Continue { llr }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally(pair_points: [u64; 5]) -> MatchTally {
+        let mut t = MatchTally { pair_points, ..Default::default() };
+        for (i, &c) in pair_points.iter().enumerate() {
+            // i half-points over two legs: i / 2 wins... spread as whole wins and draws.
+            let (w, d) = (i as u64 / 2, i as u64 % 2);
+            t.wins += w * c;
+            t.draws += d * c;
+            t.losses += (2 - w - d) * c;
+            t.games += 2 * c;
+        }
+        t
+    }
+
+    #[test]
+    fn merge_is_a_sum_and_stays_consistent() {
+        let a = tally([1, 2, 3, 4, 5]);
+        let b = tally([5, 0, 1, 0, 2]);
+        let mut m = a;
+        m.merge(&b);
+        assert_eq!(m, tally([6, 2, 4, 4, 7]));
+        assert!(m.is_consistent());
+        let mut bad = m;
+        bad.wins += 1;
+        assert!(!bad.is_consistent());
+    }
+
+    #[test]
+    fn interval_contains_rate_and_narrows() {
+        let small = tally([10, 0, 20, 0, 30]);
+        let big = tally([100, 0, 200, 0, 300]);
+        for t in [small, big] {
+            let (lo, hi) = t.interval().unwrap();
+            let p = t.win_rate().unwrap();
+            assert!(lo < p && p < hi, "{lo} {p} {hi}");
+        }
+        let w = |t: MatchTally| {
+            let (lo, hi) = t.interval().unwrap();
+            hi - lo
+        };
+        assert!(w(big) < w(small) / 3.0);
+        // Pair statistics: 60 pairs with values 0, .5, 1 in ratio 1:2:3.
+        let (mean, var, n) = small.pair_moments().unwrap();
+        assert_eq!(n, 60.0);
+        assert!((mean - (0.0 * 10.0 + 0.5 * 20.0 + 30.0) / 60.0).abs() < 1e-12);
+        assert!(var > 0.0);
+    }
+
+    #[test]
+    fn wilson_for_a_single_pair() {
+        let t = tally([0, 0, 0, 0, 1]);
+        let (lo, hi) = t.interval().unwrap();
+        assert!(lo > 0.0 && hi == 1.0, "{lo} {hi}");
+        assert_eq!(MatchTally::default().interval(), None);
+    }
+
+    #[test]
+    fn sprt_accepts_the_true_hypothesis() {
+        let s = Sprt { p0: 0.5, p1: 0.6, alpha: 0.05, beta: 0.05 };
+        // A clearly stronger bot: 70% of pairs won both.
+        assert!(matches!(s.decide(&tally([30, 0, 40, 0, 130])), SprtDecision::AcceptH1 { .. }));
+        // An equal one over many pairs.
+        assert!(matches!(s.decide(&tally([250, 0, 500, 0, 250])), SprtDecision::AcceptH0 { .. }));
+        // Too few pairs: keep going whatever they say.
+        assert!(matches!(s.decide(&tally([0, 0, 0, 0, 19])), SprtDecision::Continue { .. }));
+        let (lo, hi) = s.bounds();
+        assert!((lo + 2.944).abs() < 1e-3 && (hi - 2.944).abs() < 1e-3);
+    }
+}
