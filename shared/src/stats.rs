@@ -29,6 +29,39 @@ pub struct MatchTally {
 }
 
 impl MatchTally {
+    /// Tally finished games; both legs of every pair must be among them. Bot 0 is the first bot.
+    pub fn from_outcomes(games: &[engine::autoplay::Outcome]) -> MatchTally {
+        let mut t = MatchTally::default();
+        let mut legs: std::collections::BTreeMap<u64, u64> = Default::default();
+        for o in games {
+            t.games += 1;
+            let (a, b) = (o.score_of(0), o.score_of(1));
+            // Half-points of bot 0 in this game: 2 win, 1 draw, 0 loss.
+            let half = match a.cmp(&b) {
+                std::cmp::Ordering::Greater => { t.wins += 1; 2 }
+                std::cmp::Ordering::Equal => { t.draws += 1; 1 }
+                std::cmp::Ordering::Less => { t.losses += 1; 0 }
+            };
+            *legs.entry(o.id / 2).or_default() += half;
+            t.score[0] += a as i64;
+            t.score[1] += b as i64;
+            for seat in 0..2 {
+                let bot = o.seat_bot[seat];
+                t.bingos[bot] += o.bingos[seat] as u64;
+                t.turns[bot] += o.turns[seat] as u64;
+            }
+            match o.scores[0].cmp(&o.scores[1]) {
+                std::cmp::Ordering::Greater => t.first_wins += 1,
+                std::cmp::Ordering::Equal => t.first_draws += 1,
+                std::cmp::Ordering::Less => {}
+            }
+        }
+        for half_points in legs.values() {
+            t.pair_points[(*half_points as usize).min(4)] += 1;
+        }
+        t
+    }
+
     pub fn merge(&mut self, o: &MatchTally) {
         self.games += o.games;
         self.wins += o.wins;
@@ -177,6 +210,21 @@ mod tests {
             t.games += 2 * c;
         }
         t
+    }
+
+    #[test]
+    fn outcomes_from_the_first_bots_view() {
+        use engine::autoplay::Outcome;
+        let g = |id, seat_bot, scores| Outcome { id, seat_bot, scores, bingos: [1, 0], turns: [10, 9] };
+        // Pair 0: bot 0 wins leg 0 (first), draws leg 1. Pair 1: bot 1 wins both.
+        let t = MatchTally::from_outcomes(&[g(0, [0, 1], [400, 300]), g(1, [1, 0], [350, 350]), g(2, [0, 1], [300, 420]), g(3, [1, 0], [410, 330])]);
+        assert_eq!((t.games, t.wins, t.draws, t.losses), (4, 1, 1, 2));
+        assert_eq!(t.pair_points, [1, 0, 0, 1, 0]);
+        assert_eq!(t.score, [400 + 350 + 300 + 330, 300 + 350 + 420 + 410]);
+        assert_eq!(t.bingos, [2, 2]);
+        assert_eq!(t.turns, [10 + 9 + 10 + 9, 9 + 10 + 9 + 10]);
+        assert_eq!((t.first_wins, t.first_draws), (2, 1));
+        assert!(t.is_consistent());
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub struct Match<'a> {
     pub specs: [BotSpec; 2],
     pub leaves: Option<Arc<Klv>>,
     pub seed: u64,
+    /// Games `first_game..first_game + games` of the run (game `2p + leg` is pair `p`'s leg).
+    pub first_game: u64,
     pub games: u64,
     pub paired: bool,
 }
@@ -65,7 +67,7 @@ impl Match<'_> {
     /// particular order.
     pub fn play(&self, each: &(dyn Fn(&GameRecord) -> Result<()> + Sync)) -> Result<()> {
         let ctx = self.data.ctx();
-        (0..self.games).into_par_iter().try_for_each_init(
+        (self.first_game..self.first_game + self.games).into_par_iter().try_for_each_init(
             || (self.bots(), Generator::new()),
             |(bots, mg), i| {
                 let (pair, leg) = if self.paired { (i / 2, (i % 2) as usize) } else { (i, (i % 2) as usize) };
@@ -92,7 +94,7 @@ pub fn run(a: Args) -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
     // Bots are named as given on the command line (the summary's lines come in bot order).
     let names = [a.bot1.clone(), a.bot2.clone()];
-    let m = Match { data: &data, specs, leaves, seed: a.seed, games: a.games, paired: !a.unpaired };
+    let m = Match { data: &data, specs, leaves, seed: a.seed, first_game: 0, games: a.games, paired: !a.unpaired };
 
     let csv = match &a.log_dir {
         Some(dir) => {

@@ -82,7 +82,7 @@ pub fn run(a: Args) -> Result<()> {
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     for t in [1, threads] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
-        let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves: Some(klv.clone()), seed: a.seed, games: a.games, paired: true };
+        let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves: Some(klv.clone()), seed: a.seed, first_game: 0, games: a.games, paired: true };
         let start = Instant::now();
         pool.install(|| m.play(&|_| Ok(())))?;
         let secs = start.elapsed().as_secs_f64();

@@ -1,18 +1,22 @@
-//! `worker`: lexhive's local research commands (lexicon, movegen, autoplay, leaves, bench).
+//! `worker`: lexhive's volunteer loop and submission client, and the local research commands
+//! (lexicon, movegen, autoplay, leaves, bench).
 //! Errors print one line naming what and where, and exit with status 2.
 
 mod autoplay;
 mod bench;
+mod client;
 mod data;
 mod leaves;
 mod lexicon;
 mod movegen;
+mod submit;
+mod volunteer;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "worker", version, about = "lexhive worker: engine research commands")]
+#[command(name = "worker", version, about = "lexhive worker: donate a machine, submit experiments, run the engine locally")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -20,6 +24,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Donate this machine: claim batches from a coordinator, play them, upload the results.
+    Volunteer(volunteer::Args),
+    /// Submit an experiment file to a coordinator; prints the experiment id.
+    Submit(submit::Args),
     /// Build and query lexicon graphs.
     #[command(subcommand)]
     Lexicon(lexicon::Cmd),
@@ -47,6 +55,8 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Volunteer(a) => volunteer::run(a),
+        Command::Submit(a) => submit::run(a),
         Command::Lexicon(c) => lexicon::run(c),
         Command::Movegen(a) => movegen::run(a),
         Command::Autoplay(a) => autoplay::run(a),

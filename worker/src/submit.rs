@@ -1,0 +1,29 @@
+//! `worker submit`: post an experiment file to a coordinator and print its id.
+
+use crate::client::Client;
+use anyhow::{Context, Result};
+use shared::protocol::Submitted;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The experiment file (TOML).
+    file: PathBuf,
+    /// Coordinator URL, e.g. http://127.0.0.1:8080.
+    #[arg(long, env = "LEXHIVE_COORDINATOR")]
+    coordinator: String,
+    /// A researcher token (`coordinator token create --role researcher`).
+    #[arg(long, env = "LEXHIVE_TOKEN", hide_env_values = true)]
+    token: String,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let text = std::fs::read_to_string(&a.file).with_context(|| format!("{}: cannot read", a.file.display()))?;
+    // Check locally first: the same validation the coordinator runs, with the file's name.
+    shared::experiment::ExperimentSpec::parse(&text).with_context(|| a.file.display().to_string())?;
+    let client = Client::new(&a.coordinator, Some(a.token))?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let s: Submitted = rt.block_on(client.post_text("/experiments", text)).with_context(|| format!("{}: rejected by {}", a.file.display(), a.coordinator))?;
+    eprintln!("submitted: {} cells, {} games; dashboard: {}/experiments/{}", s.cells, s.games, client.base(), s.id);
+    crate::emit(&format!("{}\n", s.id))
+}

@@ -1,0 +1,420 @@
+//! `worker volunteer`: the donated-machine loop. Register once (the token is kept in the
+//! config dir), then: claim a batch, fetch the artifacts it needs (cached by sha256), play it
+//! on every thread while heartbeating, upload the result and logs, repeat. Waits with
+//! exponential backoff and jitter when there is no work or no coordinator.
+//!
+//! Ctrl-C once: finish the current batch, upload it, and quit. Twice: release it and quit.
+
+use crate::autoplay::Match;
+use crate::client::{Client, ClientError};
+use crate::data::Data;
+use anyhow::{bail, Context, Result};
+use base64::Engine as _;
+use engine::autoplay::GameRecord;
+use engine::bots::BotSpec;
+use engine::gcg::{write_csv, write_gcg, CSV_HEADER};
+use engine::leaves::Klv;
+use rand::RngExt;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use shared::protocol::*;
+use shared::stats::MatchTally;
+use shared::PROTOCOL_VERSION;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Coordinator URL, e.g. https://lexhive.example.org.
+    #[arg(long, env = "LEXHIVE_COORDINATOR")]
+    coordinator: String,
+    /// Name shown on the dashboards (default: this machine's host name).
+    #[arg(long)]
+    name: Option<String>,
+    /// Threads to play on (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Exit (status 0) once the coordinator has had no work for a few seconds.
+    #[arg(long)]
+    exit_when_idle: bool,
+}
+
+/// Seconds without work after which `--exit-when-idle` exits.
+const IDLE_EXIT_SECS: u64 = 4;
+/// Longest wait between attempts to reach the coordinator.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Where the worker keeps its token: `$LEXHIVE_CONFIG_DIR`, else `$XDG_CONFIG_HOME/lexhive`,
+/// else `~/.config/lexhive`.
+fn config_dir() -> Result<PathBuf> {
+    dir("LEXHIVE_CONFIG_DIR", "XDG_CONFIG_HOME", ".config")
+}
+
+/// Where downloaded artifacts are cached: `$LEXHIVE_CACHE_DIR`, else `$XDG_CACHE_HOME/lexhive`,
+/// else `~/.cache/lexhive`.
+fn cache_dir() -> Result<PathBuf> {
+    dir("LEXHIVE_CACHE_DIR", "XDG_CACHE_HOME", ".cache")
+}
+
+fn dir(own: &str, xdg: &str, home_sub: &str) -> Result<PathBuf> {
+    if let Some(d) = std::env::var_os(own) {
+        return Ok(d.into());
+    }
+    if let Some(d) = std::env::var_os(xdg).filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d).join("lexhive"));
+    }
+    let home = std::env::var_os("HOME").context("no HOME; set LEXHIVE_CONFIG_DIR and LEXHIVE_CACHE_DIR")?;
+    Ok(PathBuf::from(home).join(home_sub).join("lexhive"))
+}
+
+/// One registration: a worker identity on one coordinator.
+#[derive(Clone, Serialize, Deserialize)]
+struct Credential {
+    coordinator: String,
+    name: String,
+    worker_id: uuid::Uuid,
+    token: String,
+}
+
+fn credentials_path() -> Result<PathBuf> {
+    Ok(config_dir()?.join("credentials.json"))
+}
+
+fn load_credentials(path: &Path) -> Result<Vec<Credential>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).with_context(|| format!("{}: not a lexhive credentials file (move it aside to register afresh)", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("{}: cannot read", path.display())),
+    }
+}
+
+/// Write the credentials file readable by its owner only, atomically.
+fn save_credentials(path: &Path, creds: &[Credential]) -> Result<()> {
+    let dir = path.parent().expect("credentials path has a folder");
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp).with_context(|| format!("{}: cannot write", tmp.display()))?;
+        f.write_all(serde_json::to_string_pretty(creds)?.as_bytes())?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display()))
+}
+
+/// Sleep for `d` give or take a quarter, so that many workers don't retry in step.
+async fn sleep_jittered(d: Duration) {
+    let f = rand::rng().random_range(0.75..1.25);
+    tokio::time::sleep(d.mul_f64(f)).await;
+}
+
+/// Run `f` until it succeeds or fails for good, backing off exponentially on transient errors.
+async fn retry<T, F, Fut>(what: &str, quit: &AtomicU8, mut f: F) -> Result<T, ClientError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ClientError>>,
+{
+    let mut wait = Duration::from_millis(500);
+    let mut warned = false;
+    loop {
+        match f().await {
+            Err(e) if e.is_transient() && quit.load(Ordering::SeqCst) < 2 => {
+                if !warned {
+                    eprintln!("{what}: {e}; retrying");
+                    warned = true;
+                }
+                sleep_jittered(wait).await;
+                wait = (wait * 2).min(MAX_BACKOFF);
+            }
+            other => return other,
+        }
+    }
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let name = a.name.clone().unwrap_or_else(|| std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "volunteer".into()));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    rt.block_on(volunteer(a, name, threads, pool))
+}
+
+async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPool) -> Result<()> {
+    let anon = Client::new(&a.coordinator, None)?;
+    // 0: running; 1: finish the batch, then quit; 2: release it and quit now.
+    let quit = Arc::new(AtomicU8::new(0));
+    {
+        let quit = quit.clone();
+        tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                let was = quit.fetch_add(1, Ordering::SeqCst);
+                if was == 0 {
+                    eprintln!("finishing the current batch, then quitting (Ctrl-C again to release it and quit now)");
+                } else {
+                    eprintln!("releasing the current batch and quitting");
+                }
+            }
+        });
+    }
+    let client = anon.with_token(credential(&anon, &name, threads, &quit).await?);
+    let cache = cache_dir()?.join("artifacts");
+    let mut loaded: Option<(Vec<String>, Arc<Loaded>)> = None;
+    let mut games_per_sec: Option<f64> = None;
+    let mut idle_since = Instant::now();
+    let mut backoff = Duration::from_millis(500);
+    eprintln!("volunteering {threads} threads to {} as `{name}`", client.base());
+    while quit.load(Ordering::SeqCst) == 0 {
+        let req = ClaimRequest { protocol: PROTOCOL_VERSION, threads: threads as u32, games_per_sec };
+        let batch = match client.post::<_, ClaimResponse>("/claim", &req).await {
+            Ok(ClaimResponse::Batch(b)) => *b,
+            Ok(ClaimResponse::Idle { retry_after_ms }) => {
+                backoff = Duration::from_millis(500);
+                if a.exit_when_idle && idle_since.elapsed() >= Duration::from_secs(IDLE_EXIT_SECS) {
+                    eprintln!("no work; exiting");
+                    return Ok(());
+                }
+                sleep_jittered(Duration::from_millis(retry_after_ms.clamp(100, 60_000))).await;
+                continue;
+            }
+            Err(e) if e.is_transient() => {
+                eprintln!("claim: {e}; retrying in ~{}s", backoff.as_secs_f64().round());
+                sleep_jittered(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+            Err(e) => bail!("claim refused: {e}"),
+        };
+        backoff = Duration::from_millis(500);
+        let shas: Vec<String> = batch.artifacts.iter().map(|r| r.sha256.clone()).collect();
+        let data = match &loaded {
+            Some((s, d)) if *s == shas => d.clone(),
+            _ => match fetch_and_load(&client, &cache, &batch.artifacts, &quit).await {
+                Ok(d) => {
+                    let d = Arc::new(d);
+                    loaded = Some((shas, d.clone()));
+                    d
+                }
+                Err(e) => {
+                    report_failure(&client, &batch, &format!("{e:#}")).await;
+                    sleep_jittered(backoff).await;
+                    continue;
+                }
+            },
+        };
+        if let Some(gps) = play_batch(&client, &batch, data, &pool, &quit).await? {
+            games_per_sec = Some(gps);
+        }
+        idle_since = Instant::now();
+    }
+    Ok(())
+}
+
+/// This machine's token for the coordinator, registering on first use.
+async fn credential(client: &Client, name: &str, threads: usize, quit: &AtomicU8) -> Result<String> {
+    let path = credentials_path()?;
+    let mut creds = load_credentials(&path)?;
+    if let Some(c) = creds.iter().find(|c| c.coordinator == client.base() && c.name == name) {
+        return Ok(c.token.clone());
+    }
+    let req = RegisterRequest { protocol: PROTOCOL_VERSION, name: name.to_string(), threads: threads as u32 };
+    let r: RegisterResponse = retry("register", quit, || client.post("/workers/register", &req)).await.context("registering with the coordinator")?;
+    creds.push(Credential { coordinator: client.base().to_string(), name: name.to_string(), worker_id: r.worker_id, token: r.token.clone() });
+    save_credentials(&path, &creds)?;
+    eprintln!("registered as worker {} (token saved in {})", r.worker_id, path.display());
+    Ok(r.token)
+}
+
+/// What a batch plays with.
+struct Loaded {
+    data: Data,
+    leaves: Option<Arc<Klv>>,
+}
+
+/// Fetch the artifacts not in the cache (verifying each sha256), then load them.
+async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], quit: &AtomicU8) -> Result<Loaded> {
+    std::fs::create_dir_all(cache).with_context(|| format!("{}: cannot create", cache.display()))?;
+    let mut paths = std::collections::HashMap::new();
+    for r in refs {
+        if r.sha256.len() != 64 || !r.sha256.bytes().all(|c| c.is_ascii_hexdigit()) {
+            bail!("artifact {}: bad sha256 `{}`", r.name, r.sha256);
+        }
+        // Keep the extension: it tells the loaders the format (.kwg or a word list).
+        let ext = Path::new(&r.name).extension().and_then(|e| e.to_str()).filter(|e| e.chars().all(|c| c.is_ascii_alphanumeric())).unwrap_or("bin");
+        let path = cache.join(format!("{}.{ext}", r.sha256));
+        if !path.exists() {
+            let url = format!("/artifacts/{}", r.sha256);
+            let bytes = retry("download", quit, || client.get_bytes(&url)).await.with_context(|| format!("downloading {}", r.name))?;
+            let got = hex(&Sha256::digest(&bytes));
+            if got != r.sha256 {
+                bail!("artifact {}: downloaded bytes hash to {got}, not {}", r.name, r.sha256);
+            }
+            crate::data::write_atomic(&path, &bytes)?;
+            eprintln!("fetched {} ({} bytes)", r.name, bytes.len());
+        }
+        paths.insert(r.role.clone(), path);
+    }
+    let need = |role: &str| paths.get(role).with_context(|| format!("the batch names no {role} artifact"));
+    let dist = engine::tiles::Distribution::load(need("distribution")?)?;
+    let layout = engine::board::Layout::load(need("layout")?)?;
+    let kwg = engine::lexicon::load_lexicon(need("lexicon")?, &dist)?;
+    let leaves = match paths.get("leaves") {
+        Some(p) => Some(Arc::new(Klv::load(p)?)),
+        None => None,
+    };
+    Ok(Loaded { data: Data { dist, layout, kwg }, leaves })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+async fn report_failure(client: &Client, batch: &BatchSpec, error: &str) {
+    eprintln!("batch {}: failed: {error}", short(batch.batch_id));
+    let req = FailRequest { lease_id: batch.lease_id, error: error.to_string() };
+    if let Err(e) = client.post::<_, serde_json::Value>(&format!("/batches/{}/fail", batch.batch_id), &req).await {
+        eprintln!("batch {}: could not report the failure: {e}", short(batch.batch_id));
+    }
+}
+
+fn short(id: uuid::Uuid) -> String {
+    id.to_string()[..8].to_string()
+}
+
+/// How a batch's play ended.
+enum Played {
+    Done(MatchTally, Logs),
+    Cancelled,
+}
+
+/// Play, heartbeat, upload. Returns the measured games per second when the batch completed.
+async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, pool: &rayon::ThreadPool, quit: &Arc<AtomicU8>) -> Result<Option<f64>> {
+    let Job::Match(job) = &batch.job;
+    let cancel = Arc::new(AtomicBool::new(false));
+    // Why the heartbeat cancelled: lease lost (409/403/404) or the cell no longer needs it.
+    let lost = Arc::new(AtomicBool::new(false));
+    let heart = {
+        let (client, cancel, lost, quit) = (client.clone(), cancel.clone(), lost.clone(), quit.clone());
+        let (path, req, every) = (format!("/batches/{}/heartbeat", batch.batch_id), HeartbeatRequest { lease_id: batch.lease_id }, Duration::from_secs(batch.heartbeat_secs.max(1)));
+        tokio::spawn(async move {
+            let mut last_beat = Instant::now();
+            loop {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                if quit.load(Ordering::SeqCst) >= 2 {
+                    cancel.store(true, Ordering::SeqCst);
+                }
+                if cancel.load(Ordering::SeqCst) {
+                    return;
+                }
+                if last_beat.elapsed() >= every {
+                    last_beat = Instant::now();
+                    match client.post::<_, HeartbeatResponse>(&path, &req).await {
+                        Ok(r) if !r.keep_going => cancel.store(true, Ordering::SeqCst),
+                        Ok(_) => {}
+                        Err(e) if e.is_transient() => eprintln!("heartbeat: {e}"),
+                        Err(e) => {
+                            eprintln!("heartbeat: {e}; dropping the batch");
+                            lost.store(true, Ordering::SeqCst);
+                            cancel.store(true, Ordering::SeqCst);
+                        }
+                    }
+                }
+            }
+        })
+    };
+    let start = Instant::now();
+    let played = {
+        let (job, cancel) = (job.clone(), cancel.clone());
+        // The games run on the rayon pool; this runtime thread just waits for them, while the
+        // heartbeat task runs on the other one.
+        tokio::task::block_in_place(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| play(&loaded, &job, &cancel)))))
+    };
+    let elapsed = start.elapsed();
+    cancel.store(true, Ordering::SeqCst);
+    let _ = heart.await;
+    let id = short(batch.batch_id);
+    let played = match played {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => {
+            report_failure(client, batch, &format!("{e:#}")).await;
+            return Ok(None);
+        }
+        Err(panic) => {
+            let msg = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "panic".into());
+            report_failure(client, batch, &format!("engine panicked: {msg}")).await;
+            return Ok(None);
+        }
+    };
+    if lost.load(Ordering::SeqCst) {
+        eprintln!("batch {id}: lease lost; results dropped");
+        return Ok(None);
+    }
+    let (tally, logs) = match played {
+        Played::Done(t, l) => (t, l),
+        Played::Cancelled => {
+            let req = ReleaseRequest { lease_id: batch.lease_id };
+            match client.post::<_, serde_json::Value>(&format!("/batches/{}/release", batch.batch_id), &req).await {
+                Ok(_) => eprintln!("batch {id}: released"),
+                Err(e) => eprintln!("batch {id}: release failed ({e}); its lease will expire"),
+            }
+            return Ok(None);
+        }
+    };
+    let secs = elapsed.as_secs_f64().max(1e-3);
+    let upload = ResultUpload { lease_id: batch.lease_id, result: JobResult::Match(tally), elapsed_ms: elapsed.as_millis() as u64, logs };
+    let path = format!("/batches/{}/result", batch.batch_id);
+    let outcome = match retry("upload", quit, || client.post::<_, UploadResponse>(&path, &upload)).await {
+        Ok(r) if r.accepted => "uploaded".to_string(),
+        Ok(r) => r.message,
+        Err(e) => format!("upload refused: {e}"),
+    };
+    let rate = tally.win_rate().map_or(String::new(), |w| format!("  {}: {:.1}%", job.bot1, 100.0 * w));
+    println!("batch {id}  {} cell {}  {} games  {:.1} games/s{rate}  {outcome}", batch.experiment_name, batch.cell_index, tally.games, tally.games as f64 / secs);
+    Ok(Some(tally.games as f64 / secs))
+}
+
+/// Play a match job on the current rayon pool; `cancel` stops it between games.
+fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> {
+    let specs = [BotSpec::parse(&job.bot1)?, BotSpec::parse(&job.bot2)?];
+    let m = Match { data: &loaded.data, specs, leaves: loaded.leaves.clone(), seed: job.seed, first_game: 2 * job.first_pair, games: 2 * job.pairs, paired: true };
+    let names = [job.bot1.as_str(), job.bot2.as_str()];
+    let games: Mutex<Vec<(u64, engine::autoplay::Outcome, String, String)>> = Mutex::new(Vec::with_capacity(m.games as usize));
+    let cancelled = "cancelled";
+    let r = m.play(&|rec: &GameRecord| {
+        if cancel.load(Ordering::Relaxed) {
+            bail!(cancelled);
+        }
+        let seats = [names[rec.seat_bot[0]], names[rec.seat_bot[1]]];
+        let gcg = write_gcg(&rec.game, seats, &loaded.data.dist);
+        let csv = write_csv(rec, names, &loaded.data.dist);
+        games.lock().expect("games").push((rec.id, rec.outcome(), gcg, csv));
+        Ok(())
+    });
+    if let Err(e) = r {
+        if e.to_string() == cancelled {
+            return Ok(Played::Cancelled);
+        }
+        return Err(e);
+    }
+    let mut games = games.into_inner().expect("games");
+    // Logs in game order, so that their bytes (and sha256) don't depend on thread timing.
+    games.sort_by_key(|g| g.0);
+    let outcomes: Vec<_> = games.iter().map(|g| g.1).collect();
+    let tally = MatchTally::from_outcomes(&outcomes);
+    let mut gcg = String::new();
+    let mut csv = format!("{CSV_HEADER}\n");
+    for (id, _, g, c) in &games {
+        gcg.push_str(&format!("{GAME_MARKER}{id}\n"));
+        gcg.push_str(g);
+        csv.push_str(c);
+    }
+    Ok(Played::Done(tally, Logs { gcg_sha256: hex(&Sha256::digest(gcg.as_bytes())), gcg_gz: gz64(gcg.as_bytes())?, csv_sha256: hex(&Sha256::digest(csv.as_bytes())), csv_gz: gz64(csv.as_bytes())? }))
+}
+
+fn gz64(bytes: &[u8]) -> Result<String> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes)?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(e.finish()?))
+}
