@@ -1,1 +1,212 @@
+//! Harness for the end-to-end tests: a fresh Postgres database per test, and real
+//! `coordinator` and `worker` processes built by this workspace.
+//!
+//! Postgres: `$LEXHIVE_TEST_PG` (default `postgres://postgres@127.0.0.1:5432`), a server where
+//! that role may create databases. Each test gets its own database and drops it at the end.
 
+use anyhow::{bail, Context, Result};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn pg_base() -> String {
+    std::env::var("LEXHIVE_TEST_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
+}
+
+/// A database of its own for one test.
+pub struct TestDb {
+    pub name: String,
+    pub url: String,
+}
+
+impl TestDb {
+    pub async fn create() -> Result<Self> {
+        let name = format!("lexhive_t_{}", uuid::Uuid::new_v4().simple());
+        let admin = format!("{}/postgres", pg_base());
+        let mut c = sqlx::PgConnection::connect_with_retry(&admin).await?;
+        sqlx::Executor::execute(&mut c, sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).await.with_context(|| format!("creating a test database on {admin}"))?;
+        Ok(Self { url: format!("{}/{name}", pg_base()), name })
+    }
+
+    pub async fn pool(&self) -> Result<sqlx::PgPool> {
+        Ok(sqlx::PgPool::connect(&self.url).await?)
+    }
+
+    pub async fn drop_db(self) -> Result<()> {
+        let mut c = sqlx::PgConnection::connect_with_retry(&format!("{}/postgres", pg_base())).await?;
+        sqlx::Executor::execute(&mut c, sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))).await?;
+        Ok(())
+    }
+}
+
+trait ConnectRetry: Sized {
+    async fn connect_with_retry(url: &str) -> Result<Self>;
+}
+
+impl ConnectRetry for sqlx::PgConnection {
+    async fn connect_with_retry(url: &str) -> Result<Self> {
+        use sqlx::Connection;
+        Self::connect(url).await.with_context(|| format!("cannot reach Postgres at {url}; start one (see README) or set LEXHIVE_TEST_PG"))
+    }
+}
+
+/// A binary of this workspace, next to the test executable's folder (target/<profile>/).
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>/deps");
+    let path = dir.join(name);
+    assert!(path.exists(), "{} not built; run the tests with `cargo test --workspace`", path.display());
+    path
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A running `coordinator serve`; killed when dropped.
+pub struct Coordinator {
+    pub child: Child,
+    pub url: String,
+    pub port: u16,
+    db_url: String,
+    args: Vec<String>,
+}
+
+impl Coordinator {
+    /// Start on a free port with extra `serve` flags.
+    pub fn start(db_url: &str, args: &[&str]) -> Result<Self> {
+        Self::start_on(db_url, 0, args.iter().map(|s| s.to_string()).collect())
+    }
+
+    fn start_on(db_url: &str, port: u16, args: Vec<String>) -> Result<Self> {
+        let mut child = Command::new(bin("coordinator"))
+            .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
+            .args(&args)
+            .env("DATABASE_URL", db_url)
+            .env("LEXHIVE_LEXICA", repo().join("lexica"))
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line)?;
+        let Some(addr) = line.trim().strip_prefix("listening on http://") else {
+            let _ = child.kill();
+            bail!("coordinator did not start: {line:?}");
+        };
+        let port = addr.rsplit(':').next().and_then(|p| p.parse().ok()).context("port")?;
+        Ok(Self { child, url: format!("http://{addr}"), port, db_url: db_url.into(), args })
+    }
+
+    /// Kill this process (SIGKILL) and start a new one on the same port.
+    pub fn restart(&mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        let started = Instant::now();
+        loop {
+            match Self::start_on(&self.db_url, self.port, self.args.clone()) {
+                Ok(c) => {
+                    *self = c;
+                    return Ok(());
+                }
+                Err(e) if started.elapsed() < Duration::from_secs(10) => {
+                    eprintln!("restart: {e}; retrying");
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Run `coordinator` with arguments and return its stdout.
+pub fn coordinator_cmd(db_url: &str, args: &[&str]) -> Result<String> {
+    let out = Command::new(bin("coordinator")).args(args).env("DATABASE_URL", db_url).env("RUST_LOG", "warn").output()?;
+    if !out.status.success() {
+        bail!("coordinator {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}
+
+pub fn researcher_token(db_url: &str) -> Result<String> {
+    let out = coordinator_cmd(db_url, &["token", "create", "--role", "researcher"])?;
+    Ok(out.lines().last().context("no token printed")?.to_string())
+}
+
+/// `worker submit`; returns the experiment id.
+pub fn submit(url: &str, token: &str, file: &std::path::Path) -> Result<uuid::Uuid> {
+    let out = Command::new(bin("worker")).arg("submit").arg(file).args(["--coordinator", url, "--token", token]).output()?;
+    if !out.status.success() {
+        bail!("submit failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?.lines().last().context("no id")?.parse()?)
+}
+
+/// A `worker volunteer` process with its own config and cache folders.
+pub fn volunteer(url: &str, name: &str, home: &std::path::Path, extra: &[&str]) -> Result<Child> {
+    Ok(Command::new(bin("worker"))
+        .args(["volunteer", "--coordinator", url, "--name", name, "--threads", "1"])
+        .args(extra)
+        .env("LEXHIVE_CONFIG_DIR", home.join("config"))
+        .env("LEXHIVE_CACHE_DIR", home.join("cache"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?)
+}
+
+pub async fn get_json(url: &str) -> Result<serde_json::Value> {
+    let r = reqwest::get(url).await?;
+    let status = r.status();
+    let v = r.json().await?;
+    if !status.is_success() {
+        bail!("GET {url}: {status} {v}");
+    }
+    Ok(v)
+}
+
+/// Poll `GET /api/v1/experiments/{id}` until its status is one of `done`, or time out.
+pub async fn wait_for_status(url: &str, id: uuid::Uuid, done: &[&str], timeout: Duration) -> Result<serde_json::Value> {
+    let start = Instant::now();
+    loop {
+        let v = get_json(&format!("{url}/api/v1/experiments/{id}")).await?;
+        if done.contains(&v["status"].as_str().unwrap_or("")) {
+            return Ok(v);
+        }
+        if start.elapsed() > timeout {
+            bail!("experiment {id} still {} after {timeout:?}: {v}", v["status"]);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Write a small experiment file into `dir` and return its path.
+pub fn experiment_file(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write experiment file");
+    p
+}
+
+/// A scratch folder removed when dropped.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!("lexhive-{tag}-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        Scratch(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -109,11 +109,11 @@ pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Res
         b.push_str("<h2>Heatmap</h2>");
         b.push_str(&heatmap(&d));
     }
-    b.push_str("<h2>Cells</h2><table id=\"cells\"><tr><th>#</th><th>parameters</th><th>status</th><th>games</th><th>W-D-L</th><th>win rate</th><th>95% interval</th><th>mean score</th><th>bingos/game</th><th>points/turn</th><th>first player wins</th><th>why it stopped</th></tr>");
+    b.push_str("<h2>Cells</h2><table id=\"cells\"><tr><th>#</th><th>parameters</th><th>status</th><th>games</th><th>W-D-L</th><th>win rate</th><th>95% interval</th><th>mean score<br><small>bot1 / bot2</small></th><th>bingos/game<br><small>bot1 / bot2</small></th><th>points/turn<br><small>bot1 / bot2</small></th><th>first player wins</th><th>why it stopped</th></tr>");
     for c in &d.cells {
         let _ = write!(
             b,
-            "<tr class=\"cell\" data-index=\"{i}\"><td>{i}</td><td>{params}</td><td><span class=\"status {st}\">{st}</span></td><td>{prog}</td><td>{w}-{dr}-{l}</td><td class=\"winrate\">{wr}</td><td>{lo} – {hi}</td><td>{s0:.1} – {s1:.1}</td><td>{b0:.2} – {b1:.2}</td><td>{p0:.1} – {p1:.1}</td><td>{fp}</td><td class=\"reason\">{why}</td></tr>",
+            "<tr class=\"cell\" data-index=\"{i}\"><td>{i}</td><td>{params}</td><td><span class=\"status {st}\">{st}</span></td><td>{prog}</td><td>{w}-{dr}-{l}</td><td class=\"winrate\">{wr}</td><td>{lo} – {hi}</td><td>{s0:.1} / {s1:.1}</td><td>{b0:.2} / {b1:.2}</td><td>{p0:.1} / {p1:.1}</td><td>{fp}</td><td class=\"reason\">{why}</td></tr>",
             i = c.index,
             params = esc(&cell_label(&d, c)),
             st = esc(&c.status),
@@ -155,10 +155,19 @@ fn cell_label(d: &Detail, c: &CellView) -> String {
     d.spec.axes.iter().map(|a| format!("{}={}", a.name, c.params.get(&a.name).map_or(String::new(), |v| v.as_str().map_or_else(|| v.to_string(), str::to_string)))).collect::<Vec<_>>().join(", ")
 }
 
+/// A cell's grid values alone (the axis names are in the legend), or its number.
+fn short_label(d: &Detail, c: &CellView) -> String {
+    if d.spec.axes.is_empty() {
+        return format!("#{}", c.index);
+    }
+    let l = d.spec.axes.iter().map(|a| c.params.get(&a.name).map_or(String::new(), |v| v.as_str().map_or_else(|| v.to_string(), str::to_string))).collect::<Vec<_>>().join(", ");
+    if l.len() > 18 { format!("#{}", c.index) } else { l }
+}
+
 /// Points with 95% error bars, one per cell, and the 50% line.
 fn winrate_plot(d: &Detail) -> String {
     let n = d.cells.len().max(1);
-    let (w, h, left, bottom) = ((60 + 48 * n).clamp(320, 1100) as f64, 260.0, 50.0, 60.0);
+    let (w, h, left, bottom) = ((120 + 56 * n).clamp(360, 1200) as f64, 280.0, 90.0, 70.0);
     let (mut lo, mut hi) = (0.45f64, 0.55f64);
     for c in &d.cells {
         if let (Some(a), Some(b)) = (c.ci_low, c.ci_high) {
@@ -181,7 +190,7 @@ fn winrate_plot(d: &Detail) -> String {
     let _ = write!(s, "<line class=\"even\" x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>", w - 10.0, y = y(0.5));
     for (i, c) in d.cells.iter().enumerate() {
         let label = esc(&cell_label(d, c));
-        let _ = write!(s, "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" transform=\"rotate(-35 {:.1} {:.1})\">{}</text>", x(i), h - bottom + 14.0, x(i), h - bottom + 14.0, if label.len() > 24 { format!("#{}", c.index) } else { label.clone() });
+        let _ = write!(s, "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" transform=\"rotate(-35 {:.1} {:.1})\">{}</text>", x(i), h - bottom + 14.0, x(i), h - bottom + 14.0, esc(&short_label(d, c)));
         if let (Some(p), Some(a), Some(b)) = (c.win_rate, c.ci_low, c.ci_high) {
             let _ = write!(
                 s,
@@ -197,6 +206,10 @@ fn winrate_plot(d: &Detail) -> String {
                 xi = x(i)
             );
         }
+    }
+    if !d.spec.axes.is_empty() {
+        let names = d.spec.axes.iter().map(|a| esc(&a.name)).collect::<Vec<_>>().join(", ");
+        let _ = write!(s, "<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{names}</text>", w - 10.0, h - 4.0);
     }
     s.push_str("</svg>");
     s
