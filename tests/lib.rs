@@ -4,7 +4,15 @@
 //! Postgres: `$LEXHIVE_TEST_PG` (default `postgres://postgres@127.0.0.1:5432`), a server where
 //! that role may create databases. Each test gets its own database and drops it at the end.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
+use engine::board::Layout;
+use engine::lexicon::Kwg;
+use engine::movegen::Ctx;
+use engine::tiles::Distribution;
+use serde_json::{json, Value};
+use shared::stats::MatchTally;
+use std::io::Read;
+use uuid::Uuid;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -150,15 +158,20 @@ pub fn submit(url: &str, token: &str, file: &std::path::Path) -> Result<uuid::Uu
     Ok(String::from_utf8(out.stdout)?.lines().last().context("no id")?.parse()?)
 }
 
-/// A `worker volunteer` process with its own config and cache folders.
+/// A `worker volunteer` process with its own config and cache folders (one thread unless
+/// `extra` says `--threads`); its output goes to `home/volunteer.log`.
 pub fn volunteer(url: &str, name: &str, home: &std::path::Path, extra: &[&str]) -> Result<Child> {
+    std::fs::create_dir_all(home)?;
+    let log = std::fs::File::create(home.join("volunteer.log"))?;
+    let threads: &[&str] = if extra.contains(&"--threads") { &[] } else { &["--threads", "1"] };
     Ok(Command::new(bin("worker"))
-        .args(["volunteer", "--coordinator", url, "--name", name, "--threads", "1"])
+        .args(["volunteer", "--coordinator", url, "--name", name])
+        .args(threads)
         .args(extra)
         .env("LEXHIVE_CONFIG_DIR", home.join("config"))
         .env("LEXHIVE_CACHE_DIR", home.join("cache"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(log.try_clone()?)
+        .stderr(log)
         .spawn()?)
 }
 
@@ -210,3 +223,91 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Every recorded batch of an experiment, with its tally.
+pub async fn batches(url: &str, id: Uuid) -> Result<Vec<Value>> {
+    Ok(get_json(&format!("{url}/api/v1/experiments/{id}/batches")).await?.as_array().context("array")?.clone())
+}
+
+pub fn tally(v: &Value) -> MatchTally {
+    serde_json::from_value(v.clone()).expect("tally")
+}
+
+/// Totals equal the sum of batch results; batches tile each cell's deals exactly once.
+pub async fn check_totals(url: &str, id: Uuid) -> Result<Value> {
+    let exp = get_json(&format!("{url}/api/v1/experiments/{id}")).await?;
+    let all = batches(url, id).await?;
+    for cell in exp["cells"].as_array().context("cells")? {
+        let mut sum = MatchTally::default();
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        for b in all.iter().filter(|b| b["cell_id"] == cell["id"]) {
+            sum.merge(&tally(&b["result"]));
+            ranges.push((b["first_pair"].as_u64().unwrap(), b["pairs"].as_u64().unwrap()));
+        }
+        ensure!(sum == tally(&cell["tally"]), "cell {}: stored {} != sum of batches {sum:?}", cell["index"], cell["tally"]);
+        ensure!(cell["games"] == json!(sum.games), "cell games");
+        ensure!(cell["wins"].as_u64().unwrap() + cell["draws"].as_u64().unwrap() + cell["losses"].as_u64().unwrap() == sum.games, "W+D+L");
+        ranges.sort();
+        let mut next = 0;
+        for (first, pairs) in ranges {
+            ensure!(first == next, "cell {}: deals {next}.. missing or counted twice (batch starts at {first})", cell["index"]);
+            next = first + pairs;
+        }
+        if cell["status"] == "finished" {
+            ensure!(2 * next == cell["target_games"].as_u64().unwrap(), "finished cell covers its target");
+        }
+    }
+    Ok(exp)
+}
+
+/// Download every batch's GCG log and replay every game with the engine's rules; the replayed
+/// results must give the same wins, draws and losses as the uploaded tally.
+pub async fn check_replays(url: &str, db_url: &str, id: Uuid) -> Result<usize> {
+    let exp = get_json(&format!("{url}/api/v1/experiments/{id}")).await?;
+    let dist = Distribution::english();
+    let layout = Layout::standard();
+    // The lexicon graph the workers used, fetched by its sha256.
+    let sha = lexicon_sha(db_url, id).await?;
+    let kwg = Kwg::from_bytes(&reqwest::get(format!("{url}/api/v1/artifacts/{sha}")).await?.bytes().await?, "lexicon")?;
+    let ctx = Ctx { kwg: &kwg, dist: &dist, layout: &layout };
+    let mut replayed = 0;
+    for b in batches(url, id).await? {
+        let bid = b["batch_id"].as_str().unwrap();
+        let gz = reqwest::get(format!("{url}/api/v1/batches/{bid}/logs/gcg")).await?.bytes().await?;
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text)?;
+        let games = shared::protocol::split_gcg_bundle(&text).map_err(anyhow::Error::msg)?;
+        let (first, pairs) = (b["first_pair"].as_u64().unwrap(), b["pairs"].as_u64().unwrap());
+        ensure!(games.len() as u64 == 2 * pairs, "batch {bid}: {} games logged for {pairs} pairs", games.len());
+        let (mut w, mut d, mut l) = (0, 0, 0);
+        for (gid, gcg) in games {
+            ensure!((2 * first..2 * (first + pairs)).contains(&gid), "game {gid} outside batch {bid}");
+            let r = engine::gcg::replay(gcg, ctx, &format!("batch {bid} game {gid}"))?;
+            // Leg 0: the first bot sat in seat 0.
+            let (me, them) = if gid % 2 == 0 { (r.scores[0], r.scores[1]) } else { (r.scores[1], r.scores[0]) };
+            match me.cmp(&them) {
+                std::cmp::Ordering::Greater => w += 1,
+                std::cmp::Ordering::Equal => d += 1,
+                std::cmp::Ordering::Less => l += 1,
+            }
+            replayed += 1;
+        }
+        let t = tally(&b["result"]);
+        ensure!((t.wins, t.draws, t.losses) == (w, d, l), "batch {bid}: replayed W-D-L {w}-{d}-{l} != uploaded {t:?}");
+    }
+    ensure!(replayed as u64 == exp["cells"].as_array().unwrap().iter().map(|c| c["games"].as_u64().unwrap()).sum::<u64>());
+    Ok(replayed)
+}
+
+/// The sha256 of the lexicon an experiment's batches name, from the database.
+async fn lexicon_sha(db_url: &str, id: Uuid) -> Result<String> {
+    let pool = sqlx::PgPool::connect(db_url).await?;
+    let (sha,): (String,) = sqlx::query_as("SELECT a->>'sha256' FROM experiments e, jsonb_array_elements(e.artifacts) a WHERE e.id = $1 AND a->>'role' = 'lexicon'").bind(id).fetch_one(&pool).await?;
+    Ok(sha)
+}
+
+pub async fn worker_named(url: &str, name: &str) -> Result<Option<Value>> {
+    let ws = get_json(&format!("{url}/api/v1/workers")).await?;
+    Ok(ws.as_array().unwrap().iter().find(|w| w["name"] == name).cloned())
+}
+

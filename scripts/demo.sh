@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole local stack in one command: a Postgres (yours, or a private one in .pg/), a
+# coordinator on http://127.0.0.1:8080, a demo experiment, and one volunteer that plays it.
+# Prints the dashboard URL; the coordinator keeps running (scripts/demo.sh stop ends it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+port="${LEXHIVE_DEMO_PORT:-8080}"
+url="http://127.0.0.1:$port"
+if [[ "${1:-}" == "stop" ]]; then
+    [[ -f .demo/coordinator.pid ]] && kill "$(cat .demo/coordinator.pid)" 2>/dev/null && echo "coordinator stopped"
+    exit 0
+fi
+
+cargo build --release --locked -p coordinator -p worker
+pg="$(scripts/postgres.sh)"
+psql "$pg/postgres" -Atqc "SELECT 1 FROM pg_database WHERE datname = 'lexhive_demo'" | grep -q 1 \
+    || psql "$pg/postgres" -qc "CREATE DATABASE lexhive_demo"
+export DATABASE_URL="$pg/lexhive_demo"
+
+mkdir -p .demo
+if ! curl -sf "$url/healthz" >/dev/null 2>&1; then
+    nohup target/release/coordinator serve --bind "127.0.0.1:$port" > .demo/coordinator.log 2>&1 &
+    echo $! > .demo/coordinator.pid
+    for _ in $(seq 1 60); do curl -sf "$url/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
+    curl -sf "$url/healthz" >/dev/null || { echo "coordinator did not start; see .demo/coordinator.log" >&2; exit 1; }
+fi
+token="$(target/release/coordinator token create --role researcher | tail -1)"
+id="$(target/release/worker submit examples/quick-match.toml --coordinator "$url" --token "$token" | tail -1)"
+echo "experiment $id submitted; one volunteer plays it:"
+LEXHIVE_CONFIG_DIR="$PWD/.demo/config" LEXHIVE_CACHE_DIR="$PWD/.demo/cache" \
+    target/release/worker volunteer --coordinator "$url" --name demo-volunteer --exit-when-idle
+echo
+echo "Dashboard: $url/experiments/$id"
+echo "All experiments: $url/   Workers: $url/workers"
+echo "The coordinator keeps running (log: .demo/coordinator.log); stop it with: scripts/demo.sh stop"

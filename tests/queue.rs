@@ -1,0 +1,257 @@
+//! The queue's rules over real HTTP against a real coordinator and Postgres: authentication,
+//! validation, leases (heartbeat, expiry, release), idempotent uploads, 403/409, failures that
+//! park a batch, stopping an experiment, and two coordinators claiming side by side.
+
+use anyhow::Result;
+use base64::Engine as _;
+use e2e::*;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::time::Duration;
+use uuid::Uuid;
+
+struct Api {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl Api {
+    fn new(url: &str) -> Self {
+        Self { http: reqwest::Client::new(), url: url.into() }
+    }
+    async fn post(&self, path: &str, token: Option<&str>, body: Value) -> (u16, Value) {
+        let mut r = self.http.post(format!("{}/api/v1{path}", self.url)).json(&body);
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        let resp = r.send().await.expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+    async fn submit(&self, token: Option<&str>, toml: &str) -> (u16, Value) {
+        let mut r = self.http.post(format!("{}/api/v1/experiments", self.url)).body(toml.to_string());
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        let resp = r.send().await.expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+    async fn register(&self, name: &str) -> String {
+        let (s, v) = self.post("/workers/register", None, json!({ "protocol": shared::PROTOCOL_VERSION, "name": name, "threads": 2 })).await;
+        assert_eq!(s, 200, "{v}");
+        v["token"].as_str().unwrap().to_string()
+    }
+    async fn claim(&self, token: &str, gps: Option<f64>) -> Value {
+        let (s, v) = self.post("/claim", Some(token), json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "games_per_sec": gps })).await;
+        assert_eq!(s, 200, "{v}");
+        v
+    }
+}
+
+fn gz64(text: &str) -> (String, String) {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(text.as_bytes()).unwrap();
+    let sha: String = sha2_hex(text.as_bytes());
+    (base64::engine::general_purpose::STANDARD.encode(e.finish().unwrap()), sha)
+}
+
+fn sha2_hex(b: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// An upload for `pairs` pairs all won twice by the first bot.
+fn upload(lease: &Value, pairs: u64) -> Value {
+    let (gcg_gz, gcg_sha256) = gz64("#lexhive-game 0\n");
+    let (csv_gz, csv_sha256) = gz64("game_id\n");
+    json!({
+        "lease_id": lease,
+        "elapsed_ms": 1000,
+        "result": { "kind": "match", "games": 2 * pairs, "wins": 2 * pairs, "draws": 0, "losses": 0, "pair_points": [0, 0, 0, 0, pairs],
+                    "score": [800 * pairs, 600 * pairs], "bingos": [0, 0], "turns": [20 * pairs, 20 * pairs], "first_wins": pairs, "first_draws": 0 },
+        "logs": { "gcg_gz": gcg_gz, "gcg_sha256": gcg_sha256, "csv_gz": csv_gz, "csv_sha256": csv_sha256 }
+    })
+}
+
+const ONE_CELL: &str = "name = \"rules\"\nkind = \"match\"\ngames = 40\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_rules() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &["--lease-secs", "2", "--reap-secs", "1", "--max-failures", "2", "--max-upload-bytes", "100000"])?;
+    let api = Api::new(&coord.url);
+    let researcher = researcher_token(&db.url)?;
+    let r = Some(researcher.as_str());
+
+    // Who may submit, and what.
+    assert_eq!(api.submit(None, ONE_CELL).await.0, 401);
+    assert_eq!(api.submit(Some("not-a-token"), ONE_CELL).await.0, 401);
+    let a = api.register("a").await;
+    let b = api.register("b").await;
+    assert_eq!(api.submit(Some(&a), ONE_CELL).await.0, 403);
+    for (bad, field) in [
+        (ONE_CELL.replace("greedy", "alphazero"), "match.bot2"),
+        (ONE_CELL.replace("games = 40", "games = 41"), "games"),
+        (ONE_CELL.replace("games = 40", "games = 2000000000"), "games"),
+        (format!("{ONE_CELL}[grid]\n\"bot1.t\" = []\n"), "grid.\"bot1.t\""),
+        (format!("{ONE_CELL}[grid]\n\"bot1.t\" = [1]\n"), "grid.\"bot1.t\""),
+        ("kind = ".to_string(), "line 1"),
+    ] {
+        let (s, v) = api.submit(r, &bad).await;
+        assert_eq!(s, 422, "{bad}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(field), "{v} should name {field}");
+    }
+    let (s, _) = api.submit(r, &"#".repeat(2 << 20)).await;
+    assert_eq!(s, 413, "oversized body");
+    let (s, v) = api.post("/workers/register", None, json!({ "protocol": 999, "name": "old", "threads": 1 })).await;
+    assert_eq!(s, 426, "{v}");
+    let (s, _) = api.post("/workers/register", None, json!({ "protocol": shared::PROTOCOL_VERSION, "name": "", "threads": 1 })).await;
+    assert_eq!(s, 422);
+
+    let (s, v) = api.submit(r, ONE_CELL).await;
+    assert_eq!(s, 200, "{v}");
+    let exp: Uuid = v["id"].as_str().unwrap().parse()?;
+
+    // Claims carve batches: an unmeasured worker gets a pair per thread, a measured one more.
+    let ba = api.claim(&a, None).await;
+    assert_eq!(ba["status"], "batch");
+    assert_eq!((ba["job"]["first_pair"].as_u64(), ba["job"]["pairs"].as_u64()), (Some(0), Some(2)));
+    assert_eq!(ba["artifacts"].as_array().unwrap().len(), 4);
+    let bb = api.claim(&b, Some(2.0)).await;
+    assert_eq!(bb["job"]["first_pair"], 2);
+    assert!(bb["job"]["pairs"].as_u64().unwrap() > 2, "sized by speed: {bb}");
+    let (ida, idb) = (ba["batch_id"].as_str().unwrap(), bb["batch_id"].as_str().unwrap());
+
+    // Heartbeats: only the lease holder.
+    let (s, _) = api.post(&format!("/batches/{ida}/heartbeat"), Some(&b), json!({ "lease_id": ba["lease_id"] })).await;
+    assert_eq!(s, 403);
+    let (s, v) = api.post(&format!("/batches/{ida}/heartbeat"), Some(&a), json!({ "lease_id": ba["lease_id"] })).await;
+    assert_eq!((s, v["keep_going"].clone()), (200, json!(true)));
+    let (s, _) = api.post(&format!("/batches/{}/heartbeat", Uuid::new_v4()), Some(&a), json!({ "lease_id": ba["lease_id"] })).await;
+    assert_eq!(s, 404);
+
+    // Uploads: 403 from another worker, 409 for a lease not held, 422 for bad content, then
+    // accepted once; a repeat changes nothing and says so.
+    let (s, _) = api.post(&format!("/batches/{ida}/result"), Some(&b), upload(&ba["lease_id"], 2)).await;
+    assert_eq!(s, 403);
+    let (s, _) = api.post(&format!("/batches/{ida}/result"), Some(&a), upload(&json!(Uuid::new_v4()), 2)).await;
+    assert_eq!(s, 409);
+    let (s, v) = api.post(&format!("/batches/{ida}/result"), Some(&a), upload(&ba["lease_id"], 3)).await;
+    assert_eq!(s, 422, "wrong game count: {v}");
+    let mut bad_sha = upload(&ba["lease_id"], 2);
+    bad_sha["logs"]["gcg_sha256"] = json!("0".repeat(64));
+    assert_eq!(api.post(&format!("/batches/{ida}/result"), Some(&a), bad_sha).await.0, 422);
+    let (s, v) = api.post(&format!("/batches/{ida}/result"), Some(&a), upload(&ba["lease_id"], 2)).await;
+    assert_eq!((s, v["accepted"].clone()), (200, json!(true)), "{v}");
+    let (s, v) = api.post(&format!("/batches/{ida}/result"), Some(&a), upload(&ba["lease_id"], 2)).await;
+    assert_eq!((s, v["accepted"].clone()), (200, json!(false)), "{v}");
+    let cell = &get_json(&format!("{}/api/v1/experiments/{exp}", coord.url)).await?["cells"][0];
+    assert_eq!((cell["games"].as_u64(), cell["wins"].as_u64()), (Some(4), Some(4)), "counted once: {cell}");
+    let big = json!({ "lease_id": ba["lease_id"], "pad": "x".repeat(200_000) });
+    assert_eq!(api.post(&format!("/batches/{ida}/result"), Some(&a), big).await.0, 413, "upload cap");
+
+    // B goes silent: its lease expires, the reaper requeues the batch, and A gets it.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let again = api.claim(&a, None).await;
+    assert_eq!(again["job"]["first_pair"], 2, "the expired batch comes back first: {again}");
+    assert_eq!(again["batch_id"].as_str(), Some(idb));
+    let (s, _) = api.post(&format!("/batches/{idb}/result"), Some(&b), upload(&bb["lease_id"], bb["job"]["pairs"].as_u64().unwrap())).await;
+    assert_eq!(s, 409, "a stale lease cannot upload");
+    assert_eq!(api.post(&format!("/batches/{idb}/heartbeat"), Some(&b), json!({ "lease_id": bb["lease_id"] })).await.0, 409);
+
+    // A reports a failure: that is the second (expiry was the first), so the batch is parked,
+    // its cell fails, and the experiment fails and says why.
+    let (s, v) = api.post(&format!("/batches/{idb}/fail"), Some(&a), json!({ "lease_id": again["lease_id"], "error": "lexicon would not load" })).await;
+    assert_eq!((s, v["state"].clone()), (200, json!("parked")), "{v}");
+    let d = get_json(&format!("{}/api/v1/experiments/{exp}", coord.url)).await?;
+    assert_eq!(d["status"], "failed");
+    assert_eq!(d["cells"][0]["status"], "failed");
+    assert!(d["parked"][0]["error"].as_str().unwrap().contains("lexicon would not load"), "{d}");
+    let page = reqwest::get(format!("{}/experiments/{exp}", coord.url)).await?.text().await?;
+    assert!(page.contains("Parked batches") && page.contains("lexicon would not load"));
+    assert_eq!(api.claim(&a, None).await["status"], "idle");
+
+    // Release puts a batch back unplayed; stopping an experiment ends its claims.
+    let (_, v) = api.submit(r, ONE_CELL).await;
+    let exp2 = v["id"].as_str().unwrap().to_string();
+    let c = api.claim(&a, None).await;
+    let (s, v) = api.post(&format!("/batches/{}/release", c["batch_id"].as_str().unwrap()), Some(&a), json!({ "lease_id": c["lease_id"] })).await;
+    assert_eq!((s, v["state"].clone()), (200, json!("queued")));
+    let c2 = api.claim(&b, None).await;
+    assert_eq!(c2["batch_id"], c["batch_id"], "a released batch is claimed again");
+    let (s, _) = api.post(&format!("/experiments/{exp2}/stop"), Some(&a), json!({})).await;
+    assert_eq!(s, 403, "workers cannot stop experiments");
+    let (s, _) = api.post(&format!("/experiments/{exp2}/stop"), r, json!({})).await;
+    assert_eq!(s, 200);
+    assert_eq!(api.claim(&a, None).await["status"], "idle");
+    let (s, v) = api.post(&format!("/batches/{}/heartbeat", c2["batch_id"].as_str().unwrap()), Some(&b), json!({ "lease_id": c2["lease_id"] })).await;
+    assert_eq!((s, v["keep_going"].clone()), (200, json!(false)), "a stopped cell tells its workers to let go");
+    assert_eq!(get_json(&format!("{}/api/v1/experiments/{exp2}", coord.url)).await?["status"], "stopped");
+
+    drop(coord);
+    db.drop_db().await
+}
+
+/// Two coordinator processes on one database: concurrent claims through both hand out every
+/// deal exactly once, and volunteers on either finish one experiment together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_coordinators_side_by_side() -> Result<()> {
+    let db = TestDb::create().await?;
+    let c1 = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
+    let c2 = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
+    let researcher = researcher_token(&db.url)?;
+    let (a1, a2) = (Api::new(&c1.url), Api::new(&c2.url));
+    let games = 2000;
+    let (s, v) = a1.submit(Some(&researcher), &ONE_CELL.replace("games = 40", &format!("games = {games}"))).await;
+    assert_eq!(s, 200, "{v}");
+    let exp: Uuid = v["id"].as_str().unwrap().parse()?;
+
+    // 16 workers claim concurrently, half through each coordinator, until the queue is dry.
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let api = if i % 2 == 0 { Api::new(&c1.url) } else { Api::new(&c2.url) };
+        tasks.push(tokio::spawn(async move {
+            let token = api.register(&format!("claimer{i}")).await;
+            let mut got = Vec::new();
+            loop {
+                let b = api.claim(&token, Some(1.0 + (i % 5) as f64)).await;
+                if b["status"] == "idle" {
+                    return got;
+                }
+                got.push((b["job"]["first_pair"].as_u64().unwrap(), b["job"]["pairs"].as_u64().unwrap()));
+            }
+        }));
+    }
+    let mut ranges = Vec::new();
+    for t in tasks {
+        ranges.extend(t.await?);
+    }
+    ranges.sort();
+    let mut next = 0;
+    for (first, pairs) in &ranges {
+        assert_eq!(*first, next, "every deal handed out exactly once: {ranges:?}");
+        next = first + pairs;
+    }
+    assert_eq!(2 * next, games);
+    assert_eq!(a2.claim(&a2.register("late").await, None).await["status"], "idle");
+    let d = get_json(&format!("{}/api/v1/experiments/{exp}", c2.url)).await?;
+    assert_eq!(d["batches"]["leased"].as_u64(), Some(ranges.len() as u64), "{d}");
+
+    // Real volunteers on each coordinator finish a second experiment together.
+    let dir = Scratch::new("two");
+    let id = submit(&c2.url, &researcher, &experiment_file(&dir.0, "m.toml", &ONE_CELL.replace("games = 40", "games = 160")))?;
+    let mut w1 = volunteer(&c1.url, "v1", &dir.0.join("v1"), &["--exit-when-idle"])?;
+    let mut w2 = volunteer(&c2.url, "v2", &dir.0.join("v2"), &["--exit-when-idle"])?;
+    wait_for_status(&c1.url, id, &["finished"], Duration::from_secs(120)).await?;
+    check_totals(&c2.url, id).await?;
+    for w in [&mut w1, &mut w2] {
+        assert!(tokio::task::block_in_place(|| w.wait())?.success());
+    }
+    for name in ["v1", "v2"] {
+        let w = worker_named(&c1.url, name).await?.expect("worker listed");
+        assert!(w["games"].as_i64().unwrap() > 0, "both coordinators' volunteers contributed: {w}");
+    }
+    drop((c1, c2));
+    db.drop_db().await
+}
