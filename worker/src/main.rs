@@ -8,6 +8,7 @@ mod client;
 mod data;
 mod leaves;
 mod lexicon;
+mod loadtest;
 mod movegen;
 mod submit;
 mod volunteer;
@@ -40,6 +41,8 @@ enum Command {
     Leaves(leaves::Cmd),
     /// Measure move generation and self-play speed.
     Bench(bench::Args),
+    /// Load-test a coordinator with many simulated volunteers.
+    Loadtest(loadtest::Args),
 }
 
 /// Print to stdout; a closed pipe (`worker movegen ... | head`) ends output quietly instead of
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Autoplay(a) => autoplay::run(a),
         Command::Leaves(c) => leaves::run(c),
         Command::Bench(a) => bench::run(a),
+        Command::Loadtest(a) => loadtest::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

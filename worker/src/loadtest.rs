@@ -1,0 +1,178 @@
+//! `worker loadtest`: many simulated volunteers against a running coordinator — register,
+//! then claim, heartbeat and upload small results in a loop — reporting requests per second
+//! and p50/p99 latency per endpoint. A benchmark, not a test: see docs/BENCHMARKS.md.
+
+use crate::client::Client;
+use anyhow::{bail, Context, Result};
+use base64::Engine as _;
+use indicatif::{ProgressBar, ProgressStyle};
+use sha2::{Digest, Sha256};
+use shared::protocol::*;
+use shared::stats::MatchTally;
+use shared::PROTOCOL_VERSION;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Coordinator URL.
+    #[arg(long)]
+    coordinator: String,
+    /// A researcher token: the load test submits (and at the end stops) its own experiment.
+    #[arg(long, env = "LEXHIVE_TOKEN", hide_env_values = true)]
+    token: String,
+    /// Simulated workers.
+    #[arg(long, default_value_t = 1000)]
+    workers: usize,
+    /// Target requests per second over all workers (0: as fast as the coordinator answers).
+    #[arg(long, default_value_t = 600.0)]
+    rate: f64,
+    /// Seconds to run after registration.
+    #[arg(long, default_value_t = 30)]
+    seconds: u64,
+}
+
+type Samples = Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>>;
+
+fn record(s: &Samples, what: &'static str, d: Duration) {
+    s.lock().expect("samples").entry(what).or_default().push(d);
+}
+
+/// A result for `pairs` pairs, every game won by the first bot: small, and consistent.
+fn fake_upload(lease: uuid::Uuid, pairs: u64, logs: &Logs) -> ResultUpload {
+    let t = MatchTally { games: 2 * pairs, wins: 2 * pairs, pair_points: [0, 0, 0, 0, pairs], score: [800 * pairs as i64, 600 * pairs as i64], turns: [20 * pairs, 20 * pairs], first_wins: pairs, ..Default::default() };
+    ResultUpload { lease_id: lease, result: JobResult::Match(t), elapsed_ms: 1000, logs: logs.clone() }
+}
+
+fn tiny_logs() -> Result<Logs> {
+    let gz = |text: &str| -> Result<(String, String)> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(text.as_bytes())?;
+        let sha = Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        Ok((base64::engine::general_purpose::STANDARD.encode(e.finish()?), sha))
+    };
+    let (gcg_gz, gcg_sha256) = gz(&format!("{GAME_MARKER}0\n#player1 p1 a\n#player2 p2 b\n"))?;
+    let (csv_gz, csv_sha256) = gz(engine::gcg::CSV_HEADER)?;
+    Ok(Logs { gcg_gz, gcg_sha256, csv_gz, csv_sha256 })
+}
+
+pub fn run(a: Args) -> Result<()> {
+    if a.workers == 0 {
+        bail!("--workers: at least 1");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(load(a))
+}
+
+async fn load(a: Args) -> Result<()> {
+    let researcher = Client::new(&a.coordinator, Some(a.token.clone()))?;
+    let anon = Client::new(&a.coordinator, None)?;
+    let toml = "name = \"load test\"\nkind = \"match\"\ngames = 10000000\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n[grid]\n\"bot2\" = [\"greedy\", \"static\"]\n";
+    let exp: Submitted = researcher.post_text("/experiments", toml.into()).await.context("submitting the load-test experiment")?;
+    let samples: Samples = Default::default();
+    let errors = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
+
+    // Register every simulated worker, 64 at a time.
+    let bar = ProgressBar::new(a.workers as u64).with_style(ProgressStyle::with_template("registering {bar:40} {pos}/{len}").expect("template"));
+    let mut tokens = Vec::with_capacity(a.workers);
+    for chunk in (0..a.workers).collect::<Vec<_>>().chunks(64) {
+        let mut set = tokio::task::JoinSet::new();
+        for &i in chunk {
+            let (c, s) = (anon.clone(), samples.clone());
+            set.spawn(async move {
+                let req = RegisterRequest { protocol: PROTOCOL_VERSION, name: format!("load-{i}"), threads: 4 };
+                let t = Instant::now();
+                let r: RegisterResponse = c.post("/workers/register", &req).await?;
+                record(&s, "register", t.elapsed());
+                anyhow::Ok(r.token)
+            });
+        }
+        while let Some(t) = set.join_next().await {
+            tokens.push(t??);
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+
+    // Each worker: claim, heartbeat, upload, then wait so that all together make `rate` req/s.
+    let per_worker_gap = if a.rate > 0.0 { Duration::from_secs_f64(3.0 * a.workers as f64 / a.rate) } else { Duration::ZERO };
+    let deadline = Instant::now() + Duration::from_secs(a.seconds);
+    let logs = Arc::new(tiny_logs()?);
+    let bar = ProgressBar::new(a.seconds).with_style(ProgressStyle::with_template("load {bar:40} {pos}/{len} s").expect("template"));
+    let started = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for (i, token) in tokens.into_iter().enumerate() {
+        let (c, s, e, logs) = (anon.with_token(token), samples.clone(), errors.clone(), logs.clone());
+        // Spread the workers' first requests over one gap.
+        let offset = per_worker_gap.mul_f64(i as f64 / a.workers as f64);
+        set.spawn(async move {
+            tokio::time::sleep(offset).await;
+            while Instant::now() < deadline {
+                let cycle = Instant::now();
+                let fail = |what: &str, err: String| {
+                    *e.lock().expect("errors").entry(format!("{what}: {err}")).or_default() += 1;
+                };
+                let t = Instant::now();
+                let claim = c.post::<_, ClaimResponse>("/claim", &ClaimRequest { protocol: PROTOCOL_VERSION, threads: 4, games_per_sec: Some(0.02) }).await;
+                record(&s, "claim", t.elapsed());
+                match claim {
+                    Ok(ClaimResponse::Batch(b)) => {
+                        let t = Instant::now();
+                        let hb = c.post::<_, HeartbeatResponse>(&format!("/batches/{}/heartbeat", b.batch_id), &HeartbeatRequest { lease_id: b.lease_id }).await;
+                        record(&s, "heartbeat", t.elapsed());
+                        if let Err(err) = hb {
+                            fail("heartbeat", err.to_string());
+                        }
+                        let t = Instant::now();
+                        let up = c.post::<_, UploadResponse>(&format!("/batches/{}/result", b.batch_id), &fake_upload(b.lease_id, b.job.games() / 2, &logs)).await;
+                        record(&s, "result", t.elapsed());
+                        if let Err(err) = up {
+                            fail("result", err.to_string());
+                        }
+                    }
+                    Ok(ClaimResponse::Idle { .. }) => fail("claim", "idle".into()),
+                    Err(err) => fail("claim", err.to_string()),
+                }
+                if let Some(rest) = per_worker_gap.checked_sub(cycle.elapsed()) {
+                    tokio::time::sleep(rest).await;
+                }
+            }
+        });
+    }
+    let ticker = {
+        let bar = bar.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                bar.inc(1);
+            }
+        })
+    };
+    while set.join_next().await.is_some() {}
+    ticker.abort();
+    bar.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    let _ = researcher.post::<_, serde_json::Value>(&format!("/experiments/{}/stop", exp.id), &serde_json::json!({})).await;
+
+    let samples = samples.lock().expect("samples");
+    let mut out = format!("Simulated workers: {}  target rate: {} req/s  duration: {secs:.1}s\n", a.workers, if a.rate > 0.0 { a.rate.to_string() } else { "unlimited".into() });
+    out.push_str(&format!("{:<10} {:>9} {:>9} {:>9} {:>9}\n", "endpoint", "requests", "req/s", "p50 ms", "p99 ms"));
+    let mut total = 0;
+    for (what, v) in samples.iter() {
+        let mut v = v.clone();
+        v.sort();
+        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1000.0;
+        let rps = if *what == "register" { f64::NAN } else { v.len() as f64 / secs };
+        if *what != "register" {
+            total += v.len();
+        }
+        out.push_str(&format!("{what:<10} {:>9} {:>9.1} {:>9.2} {:>9.2}\n", v.len(), rps, q(0.5), q(0.99)));
+    }
+    out.push_str(&format!("all (after registering) {:>5} requests, {:.1} req/s\n", total, total as f64 / secs));
+    for (e, n) in errors.lock().expect("errors").iter() {
+        out.push_str(&format!("errors: {n} x {e}\n"));
+    }
+    crate::emit(&out)
+}
