@@ -64,7 +64,7 @@ pub async fn claim(State(st): State<AppState>, caller: Caller, Json(r): Json<Cla
     let requeued: Option<(Uuid,)> = sqlx::query_as(
         "UPDATE batches SET state = 'leased', lease_id = $1, lease_owner = $2, lease_expires = now() + make_interval(secs => $3),
                 leases = leases + 1, updated_at = now()
-         WHERE id = (SELECT id FROM batches WHERE state = 'queued' ORDER BY priority DESC, created_at FOR UPDATE SKIP LOCKED LIMIT 1)
+         WHERE id = (SELECT id FROM batches WHERE state = 'queued' ORDER BY priority DESC, created_at FOR NO KEY UPDATE SKIP LOCKED LIMIT 1)
          RETURNING id",
     )
     .bind(lease)
@@ -85,18 +85,25 @@ pub async fn claim(State(st): State<AppState>, caller: Caller, Json(r): Json<Cla
     Ok(Json(ClaimResponse::Batch(Box::new(spec))))
 }
 
-/// Carve a new batch from the next runnable cell: highest priority first, then the experiment
-/// and the cell that were served longest ago (round robin across experiments, then cells).
-async fn carve(tx: &mut Transaction<'_, Postgres>, worker: Uuid, lease: Uuid, lease_secs: f64, threads: i32, games_per_sec: Option<f64>, batch_secs: u64) -> Result<Option<Uuid>> {
-    let cell: Option<(Uuid, Uuid, i64, i64, i32)> = sqlx::query_as(
+macro_rules! runnable_cell {
+    () => {
         "SELECT c.id, c.experiment_id, c.next_pair, c.target_pairs, e.priority
          FROM cells c JOIN experiments e ON e.id = c.experiment_id
          WHERE c.status = 'running' AND c.next_pair < c.target_pairs AND e.status IN ('queued', 'running')
-         ORDER BY e.priority DESC, e.last_claim_at NULLS FIRST, c.last_claim_at NULLS FIRST, c.idx
-         FOR UPDATE OF c SKIP LOCKED LIMIT 1",
-    )
-    .fetch_optional(&mut **tx)
-    .await?;
+         ORDER BY e.priority DESC, e.last_claim_at NULLS FIRST, c.last_claim_at NULLS FIRST, c.idx"
+    };
+}
+
+/// Carve a new batch from the next runnable cell: highest priority first, then the experiment
+/// and the cell that were served longest ago (round robin across experiments, then cells).
+async fn carve(tx: &mut Transaction<'_, Postgres>, worker: Uuid, lease: Uuid, lease_secs: f64, threads: i32, games_per_sec: Option<f64>, batch_secs: u64) -> Result<Option<Uuid>> {
+    // Skip cells other claims hold; if every runnable cell is held, wait for one rather than
+    // report "no work" while there is some. (`NO KEY UPDATE` leaves uploads' foreign-key checks
+    // on the cell unblocked.)
+    let mut cell: Option<(Uuid, Uuid, i64, i64, i32)> = sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c SKIP LOCKED LIMIT 1")).fetch_optional(&mut **tx).await?;
+    if cell.is_none() {
+        cell = sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c LIMIT 1")).fetch_optional(&mut **tx).await?;
+    }
     let Some((cell, experiment, next, target, priority)) = cell else { return Ok(None) };
     // Aim at `batch_secs` of work; a worker that has not measured itself yet gets a pair per
     // thread, which finishes quickly and gives the measurement.

@@ -43,7 +43,7 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
     let worker = caller.worker()?;
     let mut tx = st.db.begin().await?;
     let row: Option<(String, Option<Uuid>, Option<Uuid>, Uuid, Uuid, i64)> =
-        sqlx::query_as("SELECT state, lease_id, lease_owner, cell_id, experiment_id, pairs FROM batches WHERE id = $1 FOR UPDATE").bind(batch).fetch_optional(&mut *tx).await?;
+        sqlx::query_as("SELECT state, lease_id, lease_owner, cell_id, experiment_id, pairs FROM batches WHERE id = $1 FOR NO KEY UPDATE").bind(batch).fetch_optional(&mut *tx).await?;
     let Some((state, lease, owner, cell, experiment, pairs)) = row else { return Err(Error::not_found(format!("no batch {batch}"))) };
     let done: Option<(Uuid, Uuid)> = sqlx::query_as("SELECT lease_id, worker_id FROM batch_results WHERE batch_id = $1").bind(batch).fetch_optional(&mut *tx).await?;
     if let Some((done_lease, done_worker)) = done {
@@ -101,7 +101,7 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
 /// Add a batch's tally to its cell, and finish or stop the cell when it is done.
 async fn record_in_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uuid, pairs: i64, t: &MatchTally) -> Result<()> {
     let (experiment, Db(mut sum), status, done, target, Db(spec)): (Uuid, Db<MatchTally>, String, i64, i64, Db<ExperimentSpec>) = sqlx::query_as(
-        "SELECT c.experiment_id, c.tally, c.status, c.done_pairs, c.target_pairs, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR UPDATE OF c",
+        "SELECT c.experiment_id, c.tally, c.status, c.done_pairs, c.target_pairs, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR NO KEY UPDATE OF c",
     )
     .bind(cell)
     .fetch_one(&mut **tx)

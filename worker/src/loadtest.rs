@@ -108,7 +108,7 @@ async fn load(a: Args) -> Result<()> {
         // Spread the workers' first requests over one gap.
         let offset = per_worker_gap.mul_f64(i as f64 / a.workers as f64);
         set.spawn(async move {
-            tokio::time::sleep(offset).await;
+            tokio::time::sleep(offset.min(deadline.saturating_duration_since(Instant::now()))).await;
             while Instant::now() < deadline {
                 let cycle = Instant::now();
                 let fail = |what: &str, err: String| {
@@ -135,9 +135,8 @@ async fn load(a: Args) -> Result<()> {
                     Ok(ClaimResponse::Idle { .. }) => fail("claim", "idle".into()),
                     Err(err) => fail("claim", err.to_string()),
                 }
-                if let Some(rest) = per_worker_gap.checked_sub(cycle.elapsed()) {
-                    tokio::time::sleep(rest).await;
-                }
+                let rest = per_worker_gap.saturating_sub(cycle.elapsed()).min(deadline.saturating_duration_since(Instant::now()));
+                tokio::time::sleep(rest).await;
             }
         });
     }
