@@ -6,6 +6,9 @@ use e2e::*;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
+/// These tests time leases and signals: run them one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 const MATCH: &str = r#"
 name = "e2e match"
 kind = "match"
@@ -20,6 +23,7 @@ bot2 = "greedy"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() -> Result<()> {
+    let _serial = SERIAL.lock().await;
     let db = TestDb::create().await?;
     let mut coord = Coordinator::start(&db.url, &["--lease-secs", "4", "--batch-secs", "2", "--reap-secs", "1"])?;
     let token = researcher_token(&db.url)?;
@@ -80,6 +84,68 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
     // Recomputing from stored batch results changes nothing.
     let out = coordinator_cmd(&db.url, &["recompute"])?;
     assert!(out.contains("2 cells recomputed, 0 differed"), "{out}");
+    // A cell whose stored totals went wrong is found and repaired from the batch results.
+    let before = check_totals(&coord.url, id).await?;
+    sqlx::query("UPDATE cells SET tally = jsonb_set(tally, '{wins}', '0'), done_pairs = 1 WHERE experiment_id = $1 AND idx = 1").bind(id).execute(&pool).await?;
+    assert!(check_totals(&coord.url, id).await.is_err(), "the corruption is visible");
+    let out = coordinator_cmd(&db.url, &["recompute", "--experiment", &id.to_string()])?;
+    assert!(out.contains("2 cells recomputed, 1 differed"), "{out}");
+    let after = check_totals(&coord.url, id).await?;
+    assert_eq!(before["cells"], after["cells"]);
+    drop(coord);
+    db.drop_db().await
+}
+
+/// Ctrl-C once: the volunteer finishes its batch, uploads it and exits 0. Twice: it releases the
+/// batch at once, which goes back to the queue unplayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_finishes_or_releases_the_batch() -> Result<()> {
+    let _serial = SERIAL.lock().await;
+    let db = TestDb::create().await?;
+    // Long batches (about 4 s of work) so that the signals land mid-batch.
+    let coord = Coordinator::start(&db.url, &["--batch-secs", "4"])?;
+    let token = researcher_token(&db.url)?;
+    let dir = Scratch::new("ctrlc");
+    submit(&coord.url, &token, &experiment_file(&dir.0, "m.toml", &MATCH.replace("games = 240", "games = 4000")))?;
+    let pool = db.pool().await?;
+    let sigint = |pid: u32| std::process::Command::new("kill").args(["-INT", &pid.to_string()]).status();
+    // Wait until `name` holds a lease on a batch bigger than its first (measuring) one.
+    let leased = async |name: &str| -> Result<Uuid> {
+        let start = Instant::now();
+        loop {
+            let row: Option<(Uuid,)> = sqlx::query_as("SELECT b.id FROM batches b JOIN workers w ON w.id = b.lease_owner WHERE w.name = $1 AND b.state = 'leased' AND b.pairs > 1")
+                .bind(name)
+                .fetch_optional(&pool)
+                .await?;
+            if let Some((b,)) = row {
+                return Ok(b);
+            }
+            ensure!(start.elapsed() < Duration::from_secs(60), "{name} never held a batch");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+
+    let mut once = volunteer(&coord.url, "once", &dir.0.join("once"), &[])?;
+    let batch = leased("once").await?;
+    sigint(once.id())?;
+    let status = tokio::task::block_in_place(|| once.wait())?;
+    assert!(status.success(), "{status}");
+    let (state,): (String,) = sqlx::query_as("SELECT state FROM batches WHERE id = $1").bind(batch).fetch_one(&pool).await?;
+    assert_eq!(state, "done", "finished and uploaded before quitting");
+    let (claims,): (i64,) = sqlx::query_as("SELECT count(*) FROM batches b JOIN workers w ON w.id = b.lease_owner WHERE w.name = 'once' AND b.state = 'leased'").fetch_one(&pool).await?;
+    assert_eq!(claims, 0, "claimed nothing after Ctrl-C");
+
+    let mut twice = volunteer(&coord.url, "twice", &dir.0.join("twice"), &[])?;
+    let batch = leased("twice").await?;
+    sigint(twice.id())?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    sigint(twice.id())?;
+    let status = tokio::task::block_in_place(|| twice.wait())?;
+    assert!(status.success(), "{status}");
+    let (state, failures): (String, i32) = sqlx::query_as("SELECT state, failures FROM batches WHERE id = $1").bind(batch).fetch_one(&pool).await?;
+    assert_eq!((state.as_str(), failures), ("queued", 0), "released unplayed, not failed");
+    let (results,): (i64,) = sqlx::query_as("SELECT count(*) FROM batch_results WHERE batch_id = $1").bind(batch).fetch_one(&pool).await?;
+    assert_eq!(results, 0);
     drop(coord);
     db.drop_db().await
 }

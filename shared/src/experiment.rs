@@ -142,7 +142,7 @@ impl ExperimentSpec {
     pub fn parse(text: &str) -> Result<Self, SpecError> {
         let f: File = toml::from_str(text).map_err(|e| {
             let msg = e.message().to_string();
-            let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+            let line = e.span().map(|s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1);
             SpecError { field: line.map_or("file".into(), |l| format!("line {l}")), message: msg }
         })?;
         let kind = match f.kind.as_str() {
@@ -216,9 +216,36 @@ impl ExperimentSpec {
             sprt: f.sprt,
             artifacts: f.artifacts,
         };
+        spec.check_axes()?;
         // Building every cell validates every bot the grid makes.
         spec.cells()?;
         Ok(spec)
+    }
+
+    /// Check each axis value on its own, so that a bad one is reported against its axis.
+    fn check_axes(&self) -> Result<(), SpecError> {
+        let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        let name_of = |spec: &str| spec.split_once(':').map_or(spec, |(n, _)| n).to_string();
+        for a in &self.axes {
+            let field = format!("grid.\"{}\"", a.name);
+            let (who, param) = a.name.split_once('.').map_or((a.name.as_str(), None), |(w, p)| (w, Some(p)));
+            let b = if who == "bot1" { 0 } else { 1 };
+            // The bot names this parameter may apply to: the base bot's, or a whole-bot axis's.
+            let names: Vec<String> = match self.axes.iter().find(|x| x.name == who) {
+                Some(whole) => whole.values.iter().map(|v| name_of(&text(v))).collect(),
+                None => vec![name_of(&self.bots[b])],
+            };
+            for v in &a.values {
+                let specs: Vec<String> = match param {
+                    None => vec![text(v)],
+                    Some(p) => names.iter().map(|n| format!("{n}:{p}={}", text(v))).collect(),
+                };
+                for s in specs {
+                    BotSpec::parse(&s).map_err(|e| SpecError { field: field.clone(), message: e.message })?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The grid points in row-major order (the last axis varies fastest).

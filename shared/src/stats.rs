@@ -269,6 +269,63 @@ mod tests {
         assert_eq!(MatchTally::default().interval(), None);
     }
 
+    /// Pairs drawn from a bot of true win rate `p` whose two legs are positively correlated
+    /// (as on paired deals): each pair is won both / split / lost both, plus some draws.
+    fn simulate(p: f64, pairs: u64, rng: &mut engine::rng::Rng) -> MatchTally {
+        let mut counts = [0u64; 5];
+        for _ in 0..pairs {
+            // A shared "deal luck" makes the legs agree more often than independent games would.
+            let luck = rng.unit() < 0.5;
+            let leg = |rng: &mut engine::rng::Rng| {
+                let q = if luck { (p + 0.15).min(1.0) } else { (p - 0.15).max(0.0) };
+                let u = rng.unit();
+                if u < 0.01 { 1 } else if u < 0.01 + q * 0.99 { 2 } else { 0 }
+            };
+            let pts = leg(rng) + leg(rng);
+            counts[pts as usize] += 1;
+        }
+        tally(counts)
+    }
+
+    #[test]
+    fn interval_covers_the_true_rate_95_percent_of_the_time() {
+        let mut rng = engine::rng::Rng::new(7);
+        let p = 0.56;
+        let runs = 2000;
+        let covered = (0..runs)
+            .filter(|_| {
+                let (lo, hi) = simulate(p, 200, &mut rng).interval().unwrap();
+                lo <= p && p <= hi
+            })
+            .count();
+        let rate = covered as f64 / runs as f64;
+        assert!((0.93..=0.97).contains(&rate), "coverage {rate}");
+    }
+
+    #[test]
+    fn sprt_error_rates_are_near_alpha_and_beta() {
+        let s = Sprt { p0: 0.50, p1: 0.55, alpha: 0.05, beta: 0.05 };
+        let mut rng = engine::rng::Rng::new(11);
+        // Run each simulated test pair by pair until it decides.
+        let mut run = |p: f64| {
+            let mut t = MatchTally::default();
+            for _ in 0..20_000 {
+                t.merge(&simulate(p, 1, &mut rng));
+                match s.decide(&t) {
+                    SprtDecision::Continue { .. } => {}
+                    d => return d,
+                }
+            }
+            SprtDecision::Continue { llr: 0.0 }
+        };
+        let runs = 300;
+        let false_h1 = (0..runs).filter(|_| matches!(run(0.50), SprtDecision::AcceptH1 { .. })).count();
+        let false_h0 = (0..runs).filter(|_| matches!(run(0.55), SprtDecision::AcceptH0 { .. })).count();
+        // Around 5% each; allow for 300 runs' noise (sd ~1.3%).
+        assert!(false_h1 <= 27, "accepted H1 wrongly {false_h1} / {runs}");
+        assert!(false_h0 <= 27, "accepted H0 wrongly {false_h0} / {runs}");
+    }
+
     #[test]
     fn sprt_accepts_the_true_hypothesis() {
         let s = Sprt { p0: 0.5, p1: 0.6, alpha: 0.05, beta: 0.05 };

@@ -19,8 +19,6 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("{}: cannot read", a.file.display()))?;
-    // Check locally first: the same validation the coordinator runs, with the file's name.
-    shared::experiment::ExperimentSpec::parse(&text).with_context(|| a.file.display().to_string())?;
     let client = Client::new(&a.coordinator, Some(a.token))?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let s: Submitted = rt.block_on(client.post_text("/experiments", text)).with_context(|| format!("{}: rejected by {}", a.file.display(), a.coordinator))?;
