@@ -146,6 +146,15 @@ async fn ctrl_c_finishes_or_releases_the_batch() -> Result<()> {
     assert_eq!((state.as_str(), failures), ("queued", 0), "released unplayed, not failed");
     let (results,): (i64,) = sqlx::query_as("SELECT count(*) FROM batch_results WHERE batch_id = $1").bind(batch).fetch_one(&pool).await?;
     assert_eq!(results, 0);
+
+    // A volunteer whose token the coordinator forgot (a reset database) registers afresh.
+    sqlx::query("DELETE FROM tokens WHERE worker_id IN (SELECT id FROM workers WHERE name = 'once')").execute(&pool).await?;
+    sqlx::query("UPDATE experiments SET status = 'stopped'").execute(&pool).await?;
+    let mut again = volunteer(&coord.url, "once", &dir.0.join("once"), &["--exit-when-idle"])?;
+    let status = tokio::task::block_in_place(|| again.wait())?;
+    assert!(status.success(), "{status}");
+    let (registrations,): (i64,) = sqlx::query_as("SELECT count(*) FROM workers WHERE name = 'once'").fetch_one(&pool).await?;
+    assert_eq!(registrations, 2);
     drop(coord);
     db.drop_db().await
 }

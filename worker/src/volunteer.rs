@@ -46,6 +46,8 @@ pub struct Args {
 const IDLE_EXIT_SECS: u64 = 4;
 /// Longest wait between attempts to reach the coordinator.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Longest wait between claims while the coordinator has no work.
+const MAX_IDLE_WAIT: Duration = Duration::from_secs(30);
 
 /// Where the worker keeps its token: `$LEXHIVE_CONFIG_DIR`, else `$XDG_CONFIG_HOME/lexhive`,
 /// else `~/.config/lexhive`.
@@ -159,12 +161,15 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
             }
         });
     }
-    let client = anon.with_token(credential(&anon, &name, threads, &quit).await?);
+    let (mut client, mut fresh) = credential(&anon, &name, threads, &quit).await?;
     let cache = cache_dir()?.join("artifacts");
     let mut loaded: Option<(Vec<String>, Arc<Loaded>)> = None;
     let mut games_per_sec: Option<f64> = None;
     let mut idle_since = Instant::now();
     let mut backoff = Duration::from_millis(500);
+    // Consecutive "no work" answers stretch the wait, so idle volunteers cost the coordinator
+    // little; work resets it.
+    let mut idle_wait: Option<Duration> = None;
     eprintln!("volunteering {threads} threads to {} as `{name}`", client.base());
     while quit.load(Ordering::SeqCst) == 0 {
         let req = ClaimRequest { protocol: PROTOCOL_VERSION, threads: threads as u32, games_per_sec };
@@ -176,18 +181,31 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                     eprintln!("no work; exiting");
                     return Ok(());
                 }
-                sleep_jittered(Duration::from_millis(retry_after_ms.clamp(100, 60_000))).await;
+                let first = Duration::from_millis(retry_after_ms.clamp(100, 60_000));
+                let wait = idle_wait.map_or(first, |w| (w * 2).min(MAX_IDLE_WAIT)).max(first);
+                idle_wait = Some(wait);
+                nap(wait, &quit).await;
                 continue;
             }
             Err(e) if e.is_transient() => {
                 eprintln!("claim: {e}; retrying in ~{}s", backoff.as_secs_f64().round());
-                sleep_jittered(backoff).await;
+                nap(backoff, &quit).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+            // The coordinator no longer knows this token (its database was reset, say):
+            // register afresh, once.
+            Err(ClientError::Status { status: 401, .. }) if !fresh => {
+                eprintln!("the coordinator does not know this worker's token; registering again");
+                forget_credential(client.base(), &name)?;
+                (client, fresh) = credential(&anon, &name, threads, &quit).await?;
                 continue;
             }
             Err(e) => bail!("claim refused: {e}"),
         };
         backoff = Duration::from_millis(500);
+        idle_wait = None;
+        fresh = false;
         let shas: Vec<String> = batch.artifacts.iter().map(|r| r.sha256.clone()).collect();
         let data = match &loaded {
             Some((s, d)) if *s == shas => d.clone(),
@@ -199,7 +217,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 }
                 Err(e) => {
                     report_failure(&client, &batch, &format!("{e:#}")).await;
-                    sleep_jittered(backoff).await;
+                    nap(backoff, &quit).await;
                     continue;
                 }
             },
@@ -212,19 +230,39 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
     Ok(())
 }
 
-/// This machine's token for the coordinator, registering on first use.
-async fn credential(client: &Client, name: &str, threads: usize, quit: &AtomicU8) -> Result<String> {
+/// A client carrying this machine's token for the coordinator, registering on first use; and
+/// whether the token is newly issued.
+async fn credential(client: &Client, name: &str, threads: usize, quit: &AtomicU8) -> Result<(Client, bool)> {
     let path = credentials_path()?;
     let mut creds = load_credentials(&path)?;
     if let Some(c) = creds.iter().find(|c| c.coordinator == client.base() && c.name == name) {
-        return Ok(c.token.clone());
+        return Ok((client.with_token(c.token.clone()), false));
     }
     let req = RegisterRequest { protocol: PROTOCOL_VERSION, name: name.to_string(), threads: threads as u32 };
     let r: RegisterResponse = retry("register", quit, || client.post("/workers/register", &req)).await.context("registering with the coordinator")?;
     creds.push(Credential { coordinator: client.base().to_string(), name: name.to_string(), worker_id: r.worker_id, token: r.token.clone() });
     save_credentials(&path, &creds)?;
     eprintln!("registered as worker {} (token saved in {})", r.worker_id, path.display());
-    Ok(r.token)
+    Ok((client.with_token(r.token), true))
+}
+
+fn forget_credential(coordinator: &str, name: &str) -> Result<()> {
+    let path = credentials_path()?;
+    let mut creds = load_credentials(&path)?;
+    creds.retain(|c| !(c.coordinator == coordinator && c.name == name));
+    save_credentials(&path, &creds)
+}
+
+/// Sleep about `d` (with jitter), waking early when Ctrl-C asks to quit.
+async fn nap(d: Duration, quit: &AtomicU8) {
+    let end = Instant::now() + d.mul_f64(rand::rng().random_range(0.75..1.25));
+    while quit.load(Ordering::SeqCst) == 0 {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        tokio::time::sleep(left.min(Duration::from_millis(100))).await;
+    }
 }
 
 /// What a batch plays with.
