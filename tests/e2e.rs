@@ -34,10 +34,8 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
     // Kill w1 (SIGKILL) while it holds a lease, after it has measured its speed.
     let start = Instant::now();
     let w1 = loop {
-        if let Some(w) = worker_named(&coord.url, "w1").await? {
-            if w["leased_batches"].as_i64() > Some(0) && w["batches"].as_i64() >= Some(1) {
-                break w;
-            }
+        if let Some(w) = worker_named(&coord.url, "w1").await?.filter(|w| w["leased_batches"].as_i64() > Some(0) && w["batches"].as_i64() >= Some(1)) {
+            break w;
         }
         ensure!(start.elapsed() < Duration::from_secs(120), "w1 never held a lease");
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -149,41 +149,55 @@ pub struct Detail {
     pub parked: Vec<ParkedBatch>,
 }
 
-pub fn cell_view(id: Uuid, index: i32, params: serde_json::Map<String, serde_json::Value>, bots: [String; 2], status: String, stop_reason: Option<String>, target_pairs: i64, t: MatchTally, sprt: Option<&Sprt>) -> CellView {
-    let ci = t.interval();
-    CellView {
-        id,
-        index,
-        params,
-        bots,
-        status,
-        stop_reason,
-        games: t.games,
-        target_games: 2 * target_pairs,
-        wins: t.wins,
-        draws: t.draws,
-        losses: t.losses,
-        pairs: t.pairs(),
-        win_rate: t.win_rate(),
-        ci_low: ci.map(|c| c.0),
-        ci_high: ci.map(|c| c.1),
-        mean_score: [t.mean_score(0), t.mean_score(1)],
-        mean_bingos: [t.mean_bingos(0), t.mean_bingos(1)],
-        points_per_turn: [t.points_per_turn(0), t.points_per_turn(1)],
-        first_player_rate: t.first_player_rate(),
-        sprt_llr: sprt.and_then(|s| s.llr(&t)),
-        tally: t,
-    }
+/// A cell as stored.
+#[derive(sqlx::FromRow)]
+struct CellRow {
+    id: Uuid,
+    idx: i32,
+    params: Db<serde_json::Map<String, serde_json::Value>>,
+    bots: Db<[String; 2]>,
+    status: String,
+    stop_reason: Option<String>,
+    target_pairs: i64,
+    tally: Db<MatchTally>,
 }
 
-type CellRow = (Uuid, i32, Db<serde_json::Map<String, serde_json::Value>>, Db<[String; 2]>, String, Option<String>, i64, Db<MatchTally>);
+impl CellRow {
+    fn view(self, sprt: Option<&Sprt>) -> CellView {
+        let t = self.tally.0;
+        let ci = t.interval();
+        CellView {
+            id: self.id,
+            index: self.idx,
+            params: self.params.0,
+            bots: self.bots.0,
+            status: self.status,
+            stop_reason: self.stop_reason,
+            games: t.games,
+            target_games: 2 * self.target_pairs,
+            wins: t.wins,
+            draws: t.draws,
+            losses: t.losses,
+            pairs: t.pairs(),
+            win_rate: t.win_rate(),
+            ci_low: ci.map(|c| c.0),
+            ci_high: ci.map(|c| c.1),
+            mean_score: [t.mean_score(0), t.mean_score(1)],
+            mean_bingos: [t.mean_bingos(0), t.mean_bingos(1)],
+            points_per_turn: [t.points_per_turn(0), t.points_per_turn(1)],
+            first_player_rate: t.first_player_rate(),
+            sprt_llr: sprt.and_then(|s| s.llr(&t)),
+            tally: t,
+        }
+    }
+}
 
 pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     let row: Option<SummaryRow> = sqlx::query_as(concat!(summary_sql!(), " WHERE e.id = $1")).bind(id).fetch_optional(db).await?;
     let summary = summary(row.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?);
     let (Db(spec),): (Db<ExperimentSpec>,) = sqlx::query_as("SELECT spec FROM experiments WHERE id = $1").bind(id).fetch_one(db).await?;
     let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_pairs, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
-    let cells = rows.into_iter().map(|(id, idx, p, b, s, r, t, tally)| cell_view(id, idx, p.0, b.0, s, r, t, tally.0, spec.sprt.as_ref())).collect();
+    let cells = rows.into_iter().map(|r| r.view(spec.sprt.as_ref())).collect();
     let counts: Vec<(String, i64)> = sqlx::query_as("SELECT state, count(*) FROM batches WHERE experiment_id = $1 GROUP BY state").bind(id).fetch_all(db).await?;
     let mut batches = serde_json::Map::new();
     for s in ["queued", "leased", "done", "parked", "cancelled"] {

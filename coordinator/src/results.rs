@@ -112,10 +112,8 @@ async fn record_in_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uu
     if status == "running" {
         if done >= target {
             next_status = Some(("finished", format!("reached its target of {} games", 2 * target)));
-        } else if let Some(s) = &spec.sprt {
-            if let Some(reason) = sprt_reason(s, s.decide(&sum)) {
-                next_status = Some(("stopped", reason));
-            }
+        } else if let Some(reason) = spec.sprt.as_ref().and_then(|s| sprt_reason(s, s.decide(&sum))) {
+            next_status = Some(("stopped", reason));
         }
     }
     match &next_status {

@@ -170,10 +170,8 @@ impl ExperimentSpec {
             }
         }
         for (field, a) in [("artifacts.lexicon", &f.artifacts.lexicon), ("artifacts.leaves", &f.artifacts.leaves)] {
-            if let Some(h) = a {
-                if h.len() != 64 || !h.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()) {
-                    return err(field, "must be a lowercase hex sha256");
-                }
+            if a.as_ref().is_some_and(|h| h.len() != 64 || !h.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())) {
+                return err(field, "must be a lowercase hex sha256");
             }
         }
         let mut axes = Vec::new();
