@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 port="${LEXHIVE_DEMO_PORT:-8080}"
 url="http://127.0.0.1:$port"
 if [[ "${1:-}" == "stop" ]]; then
-    [[ -f .demo/coordinator.pid ]] && kill "$(cat .demo/coordinator.pid)" 2>/dev/null && echo "coordinator stopped"
+    if [[ -f .demo/coordinator.pid ]] && kill "$(cat .demo/coordinator.pid)" 2>/dev/null; then echo "coordinator stopped"; fi
+    rm -f .demo/coordinator.pid
     exit 0
 fi
 
@@ -19,11 +20,13 @@ psql "$pg/postgres" -Atqc "SELECT 1 FROM pg_database WHERE datname = 'lexhive_de
 export DATABASE_URL="$pg/lexhive_demo"
 
 mkdir -p .demo
-if ! curl -sf "$url/healthz" >/dev/null 2>&1; then
+running() { [[ -f .demo/coordinator.pid ]] && kill -0 "$(cat .demo/coordinator.pid)" 2>/dev/null; }
+if ! running; then
     nohup target/release/coordinator serve --bind "127.0.0.1:$port" > .demo/coordinator.log 2>&1 &
     echo $! > .demo/coordinator.pid
-    for _ in $(seq 1 60); do curl -sf "$url/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
-    curl -sf "$url/healthz" >/dev/null || { echo "coordinator did not start; see .demo/coordinator.log" >&2; exit 1; }
+    # It prints "listening on ..." once it serves (the first start builds the lexicon graph).
+    for _ in $(seq 1 120); do grep -q "^listening on" .demo/coordinator.log && break; running || break; sleep 0.5; done
+    grep -q "^listening on" .demo/coordinator.log || { echo "coordinator did not start; see .demo/coordinator.log" >&2; tail -3 .demo/coordinator.log >&2; exit 1; }
 fi
 token="$(target/release/coordinator token create --role researcher | tail -1)"
 id="$(target/release/worker submit examples/quick-match.toml --coordinator "$url" --token "$token" | tail -1)"

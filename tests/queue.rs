@@ -260,3 +260,36 @@ async fn two_coordinators_side_by_side() -> Result<()> {
     drop((c1, c2));
     db.drop_db().await
 }
+
+/// Claims serve the highest priority first, then take turns between experiments (not cells:
+/// an experiment with many cells gets no bigger share).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_follow_priority_then_fairness() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &[])?;
+    let api = Api::new(&coord.url);
+    let researcher = researcher_token(&db.url)?;
+    let r = Some(researcher.as_str());
+    let submit = async |name: &str, games: u32, priority: i32, grid: &str| -> Uuid {
+        let text = format!("name = \"{name}\"\nkind = \"match\"\ngames = {games}\npriority = {priority}\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n{grid}");
+        let (s, v) = api.submit(r, &text).await;
+        assert_eq!(s, 200, "{v}");
+        v["id"].as_str().unwrap().parse().unwrap()
+    };
+    let wide = submit("wide", 40, 0, "[grid]\n\"bot2\" = [\"greedy\", \"static\"]\n").await;
+    let narrow = submit("narrow", 40, 0, "").await;
+    let urgent = submit("urgent", 8, 5, "").await;
+    let w = api.register("w").await;
+    let mut order = Vec::new();
+    for _ in 0..10 {
+        let b = api.claim(&w, None).await;
+        order.push(b["experiment_id"].as_str().unwrap().parse::<Uuid>()?);
+    }
+    // Two pairs a claim: the urgent experiment's 4 pairs go first, then turns.
+    assert_eq!(&order[..2], &[urgent, urgent]);
+    for pair in order[2..].chunks(2) {
+        assert!(pair.contains(&wide) && pair.contains(&narrow), "turns between experiments: {order:?}");
+    }
+    drop(coord);
+    db.drop_db().await
+}
