@@ -156,3 +156,31 @@ async fn ctrl_c_finishes_or_releases_the_batch() -> Result<()> {
     drop(coord);
     db.drop_db().await
 }
+
+/// Artifacts are verified: a lexicon or table whose bytes don't hash to the sha256 the batch
+/// names is refused by the worker, the batch fails, and after `--max-failures` it is parked
+/// with the reason on the experiment page. Good artifacts land in the cache under their sha256.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tampered_artifacts_are_refused() -> Result<()> {
+    let _serial = SERIAL.lock().await;
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &["--max-failures", "2"])?;
+    let token = researcher_token(&db.url)?;
+    let dir = Scratch::new("tamper");
+    let pool = db.pool().await?;
+    sqlx::query("UPDATE artifacts SET bytes = convert_to('tampered', 'UTF8') WHERE role = 'layout'").execute(&pool).await?;
+    let id = submit(&coord.url, &token, &experiment_file(&dir.0, "m.toml", &MATCH.replace("games = 240", "games = 20")))?;
+    let mut w = volunteer(&coord.url, "careful", &dir.0.join("w"), &["--exit-when-idle"])?;
+    let exp = wait_for_status(&coord.url, id, &["failed"], Duration::from_secs(60)).await?;
+    let error = exp["parked"][0]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("standard15.layout") && error.contains("hash"), "{exp}");
+    assert!(tokio::task::block_in_place(|| w.wait())?.success());
+    // What did verify is cached under its sha256, the tampered file is not.
+    let cached: Vec<String> = std::fs::read_dir(dir.0.join("w/cache/artifacts"))?.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let shas: Vec<(String, String)> = sqlx::query_as("SELECT sha256, role FROM artifacts").fetch_all(&pool).await?;
+    for (sha, role) in shas {
+        assert_eq!(cached.iter().any(|f| f.starts_with(&sha)), role != "layout", "{role}: {cached:?}");
+    }
+    drop(coord);
+    db.drop_db().await
+}
