@@ -32,7 +32,7 @@ impl TestDb {
     pub async fn create() -> Result<Self> {
         let name = format!("lexhive_t_{}", uuid::Uuid::new_v4().simple());
         let admin = format!("{}/postgres", pg_base());
-        let mut c = sqlx::PgConnection::connect_with_retry(&admin).await?;
+        let mut c = admin_connection(&admin).await?;
         sqlx::Executor::execute(&mut c, sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).await.with_context(|| format!("creating a test database on {admin}"))?;
         Ok(Self { url: format!("{}/{name}", pg_base()), name })
     }
@@ -42,21 +42,15 @@ impl TestDb {
     }
 
     pub async fn drop_db(self) -> Result<()> {
-        let mut c = sqlx::PgConnection::connect_with_retry(&format!("{}/postgres", pg_base())).await?;
+        let mut c = admin_connection(&format!("{}/postgres", pg_base())).await?;
         sqlx::Executor::execute(&mut c, sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))).await?;
         Ok(())
     }
 }
 
-trait ConnectRetry: Sized {
-    async fn connect_with_retry(url: &str) -> Result<Self>;
-}
-
-impl ConnectRetry for sqlx::PgConnection {
-    async fn connect_with_retry(url: &str) -> Result<Self> {
-        use sqlx::Connection;
-        Self::connect(url).await.with_context(|| format!("cannot reach Postgres at {url}; start one (see README) or set LEXHIVE_TEST_PG"))
-    }
+async fn admin_connection(url: &str) -> Result<sqlx::PgConnection> {
+    use sqlx::Connection;
+    sqlx::PgConnection::connect(url).await.with_context(|| format!("cannot reach Postgres at {url}; start one (see README) or set LEXHIVE_TEST_PG"))
 }
 
 /// A binary of this workspace, next to the test executable's folder (target/<profile>/).

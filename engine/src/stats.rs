@@ -8,6 +8,20 @@ use std::fmt::Write;
 /// z for a two-sided 95% interval.
 pub const Z95: f64 = 1.959_963_985;
 
+/// Mean and sample variance of the per-pair score (0, 0.25, ..., 1 for 0, 0.5, ..., 2 points
+/// over both legs), and the number of pairs; `None` below two pairs.
+pub fn pair_moments(pair_points: &[u64; 5]) -> Option<(f64, f64, f64)> {
+    let n: u64 = pair_points.iter().sum();
+    if n < 2 {
+        return None;
+    }
+    let n = n as f64;
+    let vals = pair_points.iter().enumerate().map(|(i, &c)| (i as f64 / 4.0, c as f64));
+    let mean = vals.clone().map(|(v, c)| v * c).sum::<f64>() / n;
+    let var = vals.map(|(v, c)| c * (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    Some((mean, var, n))
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
     pub games: u64,
@@ -72,14 +86,8 @@ impl Summary {
     /// Bot 0's win rate estimated from pairs, with a 95% interval from the spread of pair
     /// results (honest when the two legs of a pair are correlated).
     pub fn paired_rate(&self) -> Option<(f64, f64, u64)> {
-        let n: u64 = self.pair_points.iter().sum();
-        if n < 2 {
-            return None;
-        }
-        let vals = self.pair_points.iter().enumerate().map(|(i, &c)| (i as f64 / 4.0, c as f64));
-        let mean = vals.clone().map(|(v, c)| v * c).sum::<f64>() / n as f64;
-        let var = vals.map(|(v, c)| c * (v - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
-        Some((mean, Z95 * (var / n as f64).sqrt(), n))
+        let (mean, var, n) = pair_moments(&self.pair_points)?;
+        Some((mean, Z95 * (var / n).sqrt(), n as u64))
     }
 
     /// The summary block researchers know from other engines' autoplay.

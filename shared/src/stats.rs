@@ -6,8 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// z for a two-sided 95% interval.
-pub const Z95: f64 = 1.959_963_985;
+pub use engine::stats::Z95;
 
 /// Everything the dashboards show about a set of games, from the first bot's view whatever seat
 /// it sat in. Batches always hold whole pairs (both legs of a deal).
@@ -114,15 +113,7 @@ impl MatchTally {
 
     /// Mean and sample variance of the per-pair score (0, 0.25, ..., 1), and the pair count.
     fn pair_moments(&self) -> Option<(f64, f64, f64)> {
-        let n = self.pairs();
-        if n < 2 {
-            return None;
-        }
-        let n = n as f64;
-        let vals = self.pair_points.iter().enumerate().map(|(i, &c)| (i as f64 / 4.0, c as f64));
-        let mean = vals.clone().map(|(v, c)| v * c).sum::<f64>() / n;
-        let var = vals.map(|(v, c)| c * (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        Some((mean, var, n))
+        engine::stats::pair_moments(&self.pair_points)
     }
 
     /// Mean final score of bot `b` (0: first bot).

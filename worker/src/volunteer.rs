@@ -413,16 +413,20 @@ async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, poo
     Ok(Some(tally.games as f64 / secs))
 }
 
+/// Stops a batch's games early (through `Match::play`'s error path).
+#[derive(Debug, thiserror::Error)]
+#[error("cancelled")]
+struct Cancelled;
+
 /// Play a match job on the current rayon pool; `cancel` stops it between games.
 fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> {
     let specs = [BotSpec::parse(&job.bot1)?, BotSpec::parse(&job.bot2)?];
     let m = Match { data: &loaded.data, specs, leaves: loaded.leaves.clone(), seed: job.seed, first_game: 2 * job.first_pair, games: 2 * job.pairs, paired: true };
     let names = [job.bot1.as_str(), job.bot2.as_str()];
     let games: Mutex<Vec<(u64, engine::autoplay::Outcome, String, String)>> = Mutex::new(Vec::with_capacity(m.games as usize));
-    let cancelled = "cancelled";
     let r = m.play(&|rec: &GameRecord| {
         if cancel.load(Ordering::Relaxed) {
-            bail!(cancelled);
+            return Err(Cancelled.into());
         }
         let seats = [names[rec.seat_bot[0]], names[rec.seat_bot[1]]];
         let gcg = write_gcg(&rec.game, seats, &loaded.data.dist);
@@ -431,7 +435,7 @@ fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> 
         Ok(())
     });
     if let Err(e) = r {
-        if e.to_string() == cancelled {
+        if e.is::<Cancelled>() {
             return Ok(Played::Cancelled);
         }
         return Err(e);
