@@ -75,7 +75,8 @@ pub struct Summary {
     pub cells: i64,
     pub games: i64,
     pub target_games: i64,
-    /// Games per hour, from the results of the last 15 minutes.
+    /// Games per hour: while running, over the last 15 minutes (or since it started); once
+    /// over, from start to finish.
     pub games_per_hour: f64,
 }
 
@@ -86,17 +87,24 @@ SELECT e.id, e.name, e.kind, e.status, e.priority, e.created_at, e.finished_at,
        (SELECT count(*) FROM cells c WHERE c.experiment_id = e.id),
        (SELECT coalesce(sum(2 * c.done_pairs), 0)::bigint FROM cells c WHERE c.experiment_id = e.id),
        (SELECT coalesce(sum(2 * c.target_pairs), 0)::bigint FROM cells c WHERE c.experiment_id = e.id),
-       (SELECT coalesce(sum(r.games), 0)::bigint FROM batch_results r
-         WHERE r.experiment_id = e.id AND r.received_at > now() - interval '15 minutes')
+       CASE WHEN e.started_at IS NULL THEN 0
+            WHEN e.finished_at IS NOT NULL THEN
+              (SELECT coalesce(sum(r.games), 0) FROM batch_results r WHERE r.experiment_id = e.id)::float8
+              / greatest(extract(epoch FROM e.finished_at - e.started_at), 1)::float8 * 3600
+            ELSE
+              (SELECT coalesce(sum(r.games), 0) FROM batch_results r
+                WHERE r.experiment_id = e.id AND r.received_at > now() - interval '15 minutes')::float8
+              / greatest(extract(epoch FROM least(now() - e.started_at, interval '15 minutes')), 1)::float8 * 3600
+       END
 FROM experiments e"
     };
 }
 
-type SummaryRow = (Uuid, String, String, String, i32, DateTime<Utc>, Option<DateTime<Utc>>, i64, i64, i64, i64);
+type SummaryRow = (Uuid, String, String, String, i32, DateTime<Utc>, Option<DateTime<Utc>>, i64, i64, i64, f64);
 
 fn summary(r: SummaryRow) -> Summary {
-    let (id, name, kind, status, priority, created_at, finished_at, cells, games, target_games, recent) = r;
-    Summary { id, name, kind, status, priority, created_at, finished_at, cells, games, target_games, games_per_hour: recent as f64 * 4.0 }
+    let (id, name, kind, status, priority, created_at, finished_at, cells, games, target_games, games_per_hour) = r;
+    Summary { id, name, kind, status, priority, created_at, finished_at, cells, games, target_games, games_per_hour }
 }
 
 pub async fn list(db: &sqlx::PgPool) -> Result<Vec<Summary>> {
