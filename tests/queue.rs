@@ -153,7 +153,11 @@ async fn queue_rules() -> Result<()> {
     assert_eq!(Api::new(&coord.url).post(&format!("/batches/{ida}/result"), Some(&a), big).await.0, 413, "upload cap");
 
     // B goes silent: its lease expires, the reaper requeues the batch, and A gets it.
-    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let start = std::time::Instant::now();
+    while get_json(&format!("{}/api/v1/experiments/{exp}", coord.url)).await?["batches"]["queued"] != 1 {
+        assert!(start.elapsed() < Duration::from_secs(20), "the expired lease was never reaped");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let again = api.claim(&a, None).await;
     assert_eq!(again["job"]["first_pair"], 2, "the expired batch comes back first: {again}");
     assert_eq!(again["batch_id"].as_str(), Some(idb));
