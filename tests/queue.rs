@@ -110,6 +110,15 @@ async fn queue_rules() -> Result<()> {
     let (s, _) = api.post("/workers/register", None, json!({ "protocol": shared::PROTOCOL_VERSION, "name": "", "threads": 1 })).await;
     assert_eq!(s, 422);
 
+    // `worker submit` relays the coordinator's refusal and exits non-zero.
+    let dir = Scratch::new("rules");
+    let bad = experiment_file(&dir.0, "bad.toml", &ONE_CELL.replace("greedy", "alphazero"));
+    let out = std::process::Command::new(bin("worker")).arg("submit").arg(&bad).args(["--coordinator", &coord.url, "--token", &researcher]).output()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.toml") && err.contains("match.bot2: unknown bot `alphazero`") && err.contains("422"), "{err}");
+    assert!(out.stdout.is_empty());
+
     let (s, v) = api.submit(r, ONE_CELL).await;
     assert_eq!(s, 200, "{v}");
     let exp: Uuid = v["id"].as_str().unwrap().parse()?;
