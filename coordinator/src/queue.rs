@@ -166,8 +166,7 @@ async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs:
 /// Why a lease-holding request for `batch` cannot go on: 404, 403 (someone else's lease), or
 /// 409 (the lease is no longer current).
 pub async fn lease_error(db: impl sqlx::PgExecutor<'_>, batch: Uuid, lease: Uuid, worker: Uuid) -> Error {
-    let row: std::result::Result<Option<(Option<Uuid>, Option<Uuid>, String)>, _> =
-        sqlx::query_as("SELECT lease_id, lease_owner, state FROM batches WHERE id = $1").bind(batch).fetch_optional(db).await;
+    let row = sqlx::query_as::<_, (Option<Uuid>, Option<Uuid>, String)>("SELECT lease_id, lease_owner, state FROM batches WHERE id = $1").bind(batch).fetch_optional(db).await;
     match row {
         Err(e) => e.into(),
         Ok(None) => Error::not_found(format!("no batch {batch}")),

@@ -38,13 +38,25 @@ fn check_log(field: &str, b64: &str, sha: &str) -> Result<Vec<u8>> {
     Ok(gz)
 }
 
+#[derive(sqlx::FromRow)]
+struct BatchRow {
+    state: String,
+    lease_id: Option<Uuid>,
+    lease_owner: Option<Uuid>,
+    cell_id: Uuid,
+    experiment_id: Uuid,
+    pairs: i64,
+}
+
 /// `POST /api/v1/batches/{id}/result`.
 pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Path<Uuid>, Json(u): Json<ResultUpload>) -> Result<Json<UploadResponse>> {
     let worker = caller.worker()?;
     let mut tx = st.db.begin().await?;
-    let row: Option<(String, Option<Uuid>, Option<Uuid>, Uuid, Uuid, i64)> =
+    let row: Option<BatchRow> =
         sqlx::query_as("SELECT state, lease_id, lease_owner, cell_id, experiment_id, pairs FROM batches WHERE id = $1 FOR NO KEY UPDATE").bind(batch).fetch_optional(&mut *tx).await?;
-    let Some((state, lease, owner, cell, experiment, pairs)) = row else { return Err(Error::not_found(format!("no batch {batch}"))) };
+    let Some(BatchRow { state, lease_id: lease, lease_owner: owner, cell_id: cell, experiment_id: experiment, pairs }) = row else {
+        return Err(Error::not_found(format!("no batch {batch}")));
+    };
     let done: Option<(Uuid, Uuid)> = sqlx::query_as("SELECT lease_id, worker_id FROM batch_results WHERE batch_id = $1").bind(batch).fetch_optional(&mut *tx).await?;
     if let Some((done_lease, done_worker)) = done {
         if done_lease == u.lease_id && done_worker != worker {
@@ -149,21 +161,27 @@ pub async fn logs(State(st): State<AppState>, Path((batch, which)): Path<(Uuid, 
 }
 
 /// `GET /api/v1/experiments/{id}/batches`: every recorded batch result (without logs).
-pub async fn list(State(st): State<AppState>, Path(experiment): Path<Uuid>) -> Result<Json<Vec<serde_json::Value>>> {
-    let rows: Vec<(Uuid, Uuid, Uuid, Db<JobResult>, i64, i64, i64)> = sqlx::query_as(
+pub async fn list(State(st): State<AppState>, Path(experiment): Path<Uuid>) -> Result<Json<Vec<RecordedBatch>>> {
+    let rows: Vec<RecordedBatch> = sqlx::query_as(
         "SELECT r.batch_id, r.cell_id, r.worker_id, r.result, b.first_pair, b.pairs, r.elapsed_ms FROM batch_results r JOIN batches b ON b.id = r.batch_id
          WHERE r.experiment_id = $1 ORDER BY r.cell_id, b.first_pair",
     )
     .bind(experiment)
     .fetch_all(&st.db)
     .await?;
-    Ok(Json(
-        rows.into_iter()
-            .map(|(batch, cell, worker, result, first, pairs, ms)| {
-                serde_json::json!({ "batch_id": batch, "cell_id": cell, "worker_id": worker, "result": result.0, "first_pair": first, "pairs": pairs, "elapsed_ms": ms })
-            })
-            .collect(),
-    ))
+    Ok(Json(rows))
+}
+
+/// One recorded batch result, without its logs.
+#[derive(sqlx::FromRow, serde::Serialize)]
+pub struct RecordedBatch {
+    batch_id: Uuid,
+    cell_id: Uuid,
+    worker_id: Uuid,
+    result: Db<JobResult>,
+    first_pair: i64,
+    pairs: i64,
+    elapsed_ms: i64,
 }
 
 /// Recompute every cell's tally from its stored batch results; returns the cells whose stored
