@@ -97,6 +97,9 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     assert_eq!(count(&page, "<g class=\"hcell\""), 6, "a 2 x 3 heatmap");
     assert!(page.contains("id=\"winrate\"") && page.contains("id=\"heatmap\""));
     assert!(page.contains("120 / 120"), "progress");
+    assert_eq!(count(&page, "<polyline class=\"series\""), 6, "a convergence line per cell");
+    assert!(page.contains("id=\"throughput\"") && page.contains("<rect class=\"bucket\""));
+    assert!(page.contains("<tr class=\"contributor\"><td>dash-volunteer</td><td>120</td>"), "contributors");
     for c in g["cells"].as_array().unwrap() {
         let rate = format!("{:.1}%", 100.0 * c["win_rate"].as_f64().unwrap());
         let lo = format!("{:.1}%", 100.0 * c["ci_low"].as_f64().unwrap());

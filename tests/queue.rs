@@ -294,14 +294,17 @@ async fn claims_follow_priority_then_fairness() -> Result<()> {
     let urgent = submit("urgent", 8, 5, "").await;
     let w = api.register("w").await;
     let mut order = Vec::new();
-    for _ in 0..10 {
+    for _ in 0..14 {
         let b = api.claim(&w, None).await;
-        order.push(b["experiment_id"].as_str().unwrap().parse::<Uuid>()?);
+        order.push((b["experiment_id"].as_str().unwrap().parse::<Uuid>()?, b["job"]["pairs"].as_u64().unwrap()));
     }
-    // Two pairs a claim: the urgent experiment's 4 pairs go first, then turns.
-    assert_eq!(&order[..2], &[urgent, urgent]);
-    for pair in order[2..].chunks(2) {
-        assert!(pair.contains(&wide) && pair.contains(&narrow), "turns between experiments: {order:?}");
+    // The urgent experiment's 4 pairs go first; then the others take turns.
+    let first_other = order.iter().position(|o| o.0 != urgent).unwrap();
+    assert_eq!(order[..first_other].iter().map(|o| o.1).sum::<u64>(), 4, "{order:?}");
+    let rest: Vec<Uuid> = order[first_other..].iter().map(|o| o.0).collect();
+    assert!(!rest.contains(&urgent));
+    for pair in rest.chunks_exact(2) {
+        assert!(pair.contains(&wide) && pair.contains(&narrow), "turns between experiments: {rest:?}");
     }
     drop(coord);
     db.drop_db().await

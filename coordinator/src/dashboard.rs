@@ -75,6 +75,7 @@ pub async fn experiments(State(st): State<AppState>) -> Result<Html<String>> {
 /// `/experiments/{id}`: win rates with intervals per cell, a heatmap for 2-D grids, progress.
 pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Html<String>> {
     let d = experiments::detail(&st.db, id).await?;
+    let h = experiments::history(&st.db, id, d.cells.len()).await?;
     let s = &d.summary;
     let mut b = String::new();
     let spec = &d.spec;
@@ -109,6 +110,12 @@ pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Res
         b.push_str("<h2>Heatmap</h2>");
         b.push_str(&heatmap(&d));
     }
+    if !h.games.is_empty() {
+        b.push_str("<h2>Convergence: each cell's win rate as its games came in</h2>");
+        b.push_str(&convergence_plot(&d, &h));
+        b.push_str("<h2>Throughput</h2>");
+        b.push_str(&throughput_plot(&h));
+    }
     b.push_str("<h2>Cells</h2><table id=\"cells\"><tr><th>#</th><th>parameters</th><th>status</th><th>games</th><th>W-D-L</th><th>win rate</th><th>95% interval</th><th>mean score<br><small>bot1 / bot2</small></th><th>bingos/game<br><small>bot1 / bot2</small></th><th>points/turn<br><small>bot1 / bot2</small></th><th>first player wins</th><th>why it stopped</th></tr>");
     for c in &d.cells {
         let _ = write!(
@@ -142,7 +149,17 @@ pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Res
         }
         b.push_str("</table>");
     }
-    let _ = write!(b, "<p class=\"meta\">JSON: <a href=\"/api/v1/experiments/{id}\">/api/v1/experiments/{id}</a></p>");
+    if !d.contributors.is_empty() {
+        b.push_str("<h2>Contributors</h2><table id=\"contributors\"><tr><th>worker</th><th>games</th><th>batches</th></tr>");
+        for c in &d.contributors {
+            let _ = write!(b, "<tr class=\"contributor\"><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&c.name), c.games, c.batches);
+        }
+        b.push_str("</table>");
+    }
+    let _ = write!(
+        b,
+        "<p class=\"meta\">JSON: <a href=\"/api/v1/experiments/{id}\">/api/v1/experiments/{id}</a>, <a href=\"/api/v1/experiments/{id}/history\">history</a>, <a href=\"/api/v1/experiments/{id}/batches\">batches</a></p>"
+    );
     let live = s.status == "queued" || s.status == "running";
     Ok(page(&s.name, live, &b))
 }
@@ -211,6 +228,60 @@ fn winrate_plot(d: &Detail) -> String {
         let names = d.spec.axes.iter().map(|a| esc(&a.name)).collect::<Vec<_>>().join(", ");
         let _ = write!(s, "<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{names}</text>", w - 10.0, h - 4.0);
     }
+    s.push_str("</svg>");
+    s
+}
+
+/// Line colours for cells, cycling.
+const PALETTE: [&str; 10] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+
+/// One line per cell: cumulative win rate against games played. The first tenth of each
+/// cell's games (a handful of deals) is left out of the y-range, where it would swamp the rest.
+fn convergence_plot(d: &Detail, h: &experiments::History) -> String {
+    let (w, ht, left, bottom) = (760.0, 280.0, 60.0, 36.0);
+    let max_games = h.convergence.iter().flatten().map(|p| p.0).max().unwrap_or(1).max(1) as f64;
+    let settled = || h.convergence.iter().flatten().filter(|p| p.0 as f64 >= max_games / 10.0).map(|p| p.1);
+    let lo = settled().fold(0.45f64, f64::min);
+    let hi = settled().fold(0.55f64, f64::max);
+    let (lo, hi) = ((((lo - 0.02) * 20.0).floor() / 20.0).max(0.0), (((hi + 0.02) * 20.0).ceil() / 20.0).min(1.0));
+    let plot_h = ht - bottom - 10.0;
+    let x = |g: f64| left + (w - left - 10.0) * g / max_games;
+    let y = |p: f64| 10.0 + plot_h * (1.0 - (p.clamp(lo, hi) - lo) / (hi - lo));
+    let mut s = format!("<svg id=\"convergence\" class=\"plot\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"win rate as games came in\">");
+    let mut t = lo;
+    while t <= hi + 1e-9 {
+        let _ = write!(s, "<line class=\"grid\" x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text x=\"{}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{:.0}%</text>", w - 10.0, left - 4.0, y(t) + 4.0, 100.0 * t, y = y(t));
+        t += 0.05;
+    }
+    let _ = write!(s, "<line class=\"even\" x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>", w - 10.0, y = y(0.5));
+    let _ = write!(s, "<text class=\"tick\" x=\"{left}\" y=\"{}\">0</text><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{max_games} games</text>", ht - bottom + 14.0, w - 10.0, ht - bottom + 14.0);
+    for (i, points) in h.convergence.iter().enumerate() {
+        if points.is_empty() {
+            continue;
+        }
+        let path: Vec<String> = std::iter::once((0u64, points[0].1)).chain(points.iter().copied()).map(|(g, p)| format!("{:.1},{:.1}", x(g as f64), y(p))).collect();
+        let label = d.cells.get(i).map_or(String::new(), |c| esc(&cell_label(d, c)));
+        let _ = write!(s, "<polyline class=\"series\" data-index=\"{i}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"><title>{label}</title></polyline>", PALETTE[i % PALETTE.len()], path.join(" "));
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Games recorded per minute, in equal time buckets over the experiment's run so far.
+fn throughput_plot(h: &experiments::History) -> String {
+    let (w, ht, left, bottom) = (760.0, 160.0, 60.0, 24.0);
+    let per_min: Vec<f64> = h.games.iter().map(|&g| g as f64 * 60.0 / h.bucket_secs as f64).collect();
+    let top = per_min.iter().copied().fold(1.0, f64::max);
+    let bw = (w - left - 10.0) / per_min.len() as f64;
+    let mut s = format!("<svg id=\"throughput\" class=\"plot\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"games per minute\">");
+    let _ = write!(s, "<text class=\"tick\" x=\"4\" y=\"14\">{top:.0}</text><text class=\"tick\" x=\"4\" y=\"28\">games/min</text>");
+    for (i, v) in per_min.iter().enumerate() {
+        let bh = (ht - bottom - 10.0) * v / top;
+        let _ = write!(s, "<rect class=\"bucket\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"#3b7dd8\"><title>{v:.0} games/min</title></rect>", left + bw * i as f64, ht - bottom - bh, (bw - 1.0).max(1.0));
+    }
+    let span = h.bucket_secs * h.games.len() as i64;
+    let _ = write!(s, "<text class=\"tick\" x=\"{left}\" y=\"{}\">{}</text><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">+{} s ({} s buckets)</text>",
+        ht - 6.0, h.start.map_or(String::new(), |t| t.format("%H:%M:%S UTC").to_string()), w - 10.0, ht - 6.0, span, h.bucket_secs);
     s.push_str("</svg>");
     s
 }

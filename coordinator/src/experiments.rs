@@ -155,6 +155,65 @@ pub struct Detail {
     /// Batches by state: queued, leased, done, parked, cancelled.
     pub batches: serde_json::Map<String, serde_json::Value>,
     pub parked: Vec<ParkedBatch>,
+    /// Workers that recorded results for this experiment, most games first.
+    pub contributors: Vec<Contributor>,
+}
+
+#[derive(Serialize, sqlx::FromRow)]
+pub struct Contributor {
+    pub worker_id: Uuid,
+    pub name: String,
+    pub games: i64,
+    pub batches: i64,
+}
+
+/// How an experiment got where it is: each cell's win rate after each recorded batch, and
+/// games recorded over time.
+#[derive(Serialize)]
+pub struct History {
+    /// Per cell (by index): (games so far, win rate so far) after each of its batches.
+    pub convergence: Vec<Vec<(u64, f64)>>,
+    /// Games recorded in consecutive buckets of `bucket_secs`, from `start`.
+    pub start: Option<DateTime<Utc>>,
+    pub bucket_secs: i64,
+    pub games: Vec<u64>,
+}
+
+/// Most buckets in the throughput series.
+const BUCKETS: i64 = 60;
+
+pub async fn history(db: &sqlx::PgPool, id: Uuid, cells: usize) -> Result<History> {
+    let rows: Vec<(i32, Db<shared::protocol::JobResult>, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT c.idx, r.result, r.received_at FROM batch_results r JOIN cells c ON c.id = r.cell_id WHERE r.experiment_id = $1 ORDER BY r.received_at, r.batch_id",
+    )
+    .bind(id)
+    .fetch_all(db)
+    .await?;
+    let mut sums = vec![MatchTally::default(); cells];
+    let mut convergence = vec![Vec::new(); cells];
+    for (idx, Db(shared::protocol::JobResult::Match(t)), _) in &rows {
+        let Some(sum) = sums.get_mut(*idx as usize) else { continue };
+        sum.merge(t);
+        if let Some(rate) = sum.win_rate() {
+            convergence[*idx as usize].push((sum.games, rate));
+        }
+    }
+    let (start, end) = match (rows.first(), rows.last()) {
+        (Some(a), Some(b)) => (a.2, b.2),
+        _ => return Ok(History { convergence, start: None, bucket_secs: 10, games: Vec::new() }),
+    };
+    let span = (end - start).num_seconds().max(1);
+    let bucket_secs = ((span + BUCKETS - 1) / BUCKETS).max(10);
+    let mut games = vec![0u64; (span / bucket_secs + 1) as usize];
+    for (_, Db(r), at) in &rows {
+        games[((*at - start).num_seconds() / bucket_secs) as usize] += r.games();
+    }
+    Ok(History { convergence, start: Some(start), bucket_secs, games })
+}
+
+pub async fn api_history(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Json<History>> {
+    let (cells,): (i64,) = sqlx::query_as("SELECT count(*) FROM cells WHERE experiment_id = $1").bind(id).fetch_one(&st.db).await?;
+    Ok(Json(history(&st.db, id, cells as usize).await?))
 }
 
 /// A cell as stored.
@@ -218,7 +277,14 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     .fetch_all(db)
     .await?;
     let parked = parked.into_iter().map(|(batch_id, cell_index, failures, error)| ParkedBatch { batch_id, cell_index, failures, error }).collect();
-    Ok(Detail { summary, spec, cells, batches, parked })
+    let contributors = sqlx::query_as(
+        "SELECT w.id AS worker_id, w.name, sum(r.games)::bigint AS games, count(*) AS batches FROM batch_results r JOIN workers w ON w.id = r.worker_id
+         WHERE r.experiment_id = $1 GROUP BY w.id, w.name ORDER BY 3 DESC, w.name",
+    )
+    .bind(id)
+    .fetch_all(db)
+    .await?;
+    Ok(Detail { summary, spec, cells, batches, parked, contributors })
 }
 
 /// Why an SPRT stopped a cell, in words for the dashboard.

@@ -140,6 +140,7 @@ pub fn router(state: AppState) -> Router {
         .route("/experiments/{id}", get(experiments::api_detail))
         .route("/experiments/{id}/stop", post(experiments::stop))
         .route("/experiments/{id}/batches", get(results::list))
+        .route("/experiments/{id}/history", get(experiments::api_history))
         .route("/workers", get(workers::api_list))
         .route("/workers/register", post(queue::register))
         .route("/claim", post(queue::claim))

@@ -112,7 +112,9 @@ async fn carve(tx: &mut Transaction<'_, Postgres>, worker: Uuid, lease: Uuid, le
         Some(gps) => (gps * batch_secs as f64 / 2.0).round() as i64,
         None => threads as i64,
     };
-    let pairs = want.clamp(1, MAX_PAIRS).min(target - next);
+    // At most an eighth of the cell per batch, so that several workers can share a cell, its
+    // win rate is seen converging, and an SPRT gets the chance to stop it early.
+    let pairs = want.clamp(1, MAX_PAIRS).min((target + 7) / 8).min(target - next);
     sqlx::query("UPDATE cells SET next_pair = next_pair + $2, last_claim_at = now() WHERE id = $1").bind(cell).bind(pairs).execute(&mut **tx).await?;
     sqlx::query("UPDATE experiments SET last_claim_at = now(), status = CASE WHEN status = 'queued' THEN 'running' ELSE status END, started_at = coalesce(started_at, now()) WHERE id = $1")
         .bind(experiment)
