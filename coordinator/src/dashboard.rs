@@ -269,12 +269,12 @@ fn convergence_plot(d: &Detail, h: &experiments::History) -> String {
 
 /// Games recorded per minute, in equal time buckets over the experiment's run so far.
 fn throughput_plot(h: &experiments::History) -> String {
-    let (w, ht, left, bottom) = (760.0, 160.0, 60.0, 24.0);
+    let (w, ht, left, bottom) = (760.0, 160.0, 70.0, 24.0);
     let per_min: Vec<f64> = h.games.iter().map(|&g| g as f64 * 60.0 / h.bucket_secs as f64).collect();
     let top = per_min.iter().copied().fold(1.0, f64::max);
     let bw = (w - left - 10.0) / per_min.len() as f64;
     let mut s = format!("<svg id=\"throughput\" class=\"plot\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"games per minute\">");
-    let _ = write!(s, "<text class=\"tick\" x=\"4\" y=\"14\">{top:.0}</text><text class=\"tick\" x=\"4\" y=\"28\">games/min</text>");
+    let _ = write!(s, "<text class=\"tick\" x=\"4\" y=\"14\">{top:.0}</text><text class=\"tick\" x=\"4\" y=\"28\">games</text><text class=\"tick\" x=\"4\" y=\"42\">a minute</text>");
     for (i, v) in per_min.iter().enumerate() {
         let bh = (ht - bottom - 10.0) * v / top;
         let _ = write!(s, "<rect class=\"bucket\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"#3b7dd8\"><title>{v:.0} games/min</title></rect>", left + bw * i as f64, ht - bottom - bh, (bw - 1.0).max(1.0));
