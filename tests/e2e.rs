@@ -159,7 +159,8 @@ async fn ctrl_c_finishes_or_releases_the_batch() -> Result<()> {
 
 /// Artifacts are verified: a lexicon or table whose bytes don't hash to the sha256 the batch
 /// names is refused by the worker, the batch fails, and after `--max-failures` it is parked
-/// with the reason on the experiment page. Good artifacts land in the cache under their sha256.
+/// with the reason on the experiment page. Good artifacts land in the cache under their sha256,
+/// and a damaged cached copy is fetched again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tampered_artifacts_are_refused() -> Result<()> {
     let _serial = SERIAL.lock().await;
@@ -178,9 +179,22 @@ async fn tampered_artifacts_are_refused() -> Result<()> {
     // What did verify is cached under its sha256, the tampered file is not.
     let cached: Vec<String> = std::fs::read_dir(dir.0.join("w/cache/artifacts"))?.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     let shas: Vec<(String, String)> = sqlx::query_as("SELECT sha256, role FROM artifacts").fetch_all(&pool).await?;
-    for (sha, role) in shas {
-        assert_eq!(cached.iter().any(|f| f.starts_with(&sha)), role != "layout", "{role}: {cached:?}");
+    for (sha, role) in &shas {
+        assert_eq!(cached.iter().any(|f| f.starts_with(sha)), role != "layout", "{role}: {cached:?}");
     }
+
+    // Mend the coordinator's copy; damage the worker's cached distribution. The worker notices,
+    // fetches it again, and plays.
+    let layout = std::fs::read(repo().join("lexica/standard15.layout"))?;
+    sqlx::query("UPDATE artifacts SET bytes = $1 WHERE role = 'layout'").bind(&layout).execute(&pool).await?;
+    let dist_sha = &shas.iter().find(|s| s.1 == "distribution").unwrap().0;
+    let cached_dist = dir.0.join("w/cache/artifacts").join(format!("{dist_sha}.dist"));
+    std::fs::write(&cached_dist, "A 9 1\n")?;
+    let id = submit(&coord.url, &token, &experiment_file(&dir.0, "m2.toml", &MATCH.replace("games = 240", "games = 20")))?;
+    let mut w = volunteer(&coord.url, "careful", &dir.0.join("w"), &["--exit-when-idle"])?;
+    wait_for_status(&coord.url, id, &["finished"], Duration::from_secs(60)).await?;
+    assert!(tokio::task::block_in_place(|| w.wait())?.success());
+    assert_eq!(std::fs::read(&cached_dist)?, std::fs::read(repo().join("lexica/english.dist"))?);
     drop(coord);
     db.drop_db().await
 }

@@ -282,7 +282,9 @@ async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], qui
         // Keep the extension: it tells the loaders the format (.kwg or a word list).
         let ext = Path::new(&r.name).extension().and_then(|e| e.to_str()).filter(|e| e.chars().all(|c| c.is_ascii_alphanumeric())).unwrap_or("bin");
         let path = cache.join(format!("{}.{ext}", r.sha256));
-        if !path.exists() {
+        // A cached copy is checked too: a month of uptime meets the odd bad disk block.
+        let cached_ok = std::fs::read(&path).is_ok_and(|b| hex(&Sha256::digest(&b)) == r.sha256);
+        if !cached_ok {
             let url = format!("/artifacts/{}", r.sha256);
             let bytes = retry("download", quit, || client.get_bytes(&url)).await.with_context(|| format!("downloading {}", r.name))?;
             let got = hex(&Sha256::digest(&bytes));
