@@ -16,5 +16,6 @@ pub mod moves;
 pub mod rng;
 pub mod stats;
 pub mod tiles;
+pub mod winpct;
 
 pub use error::DataError;

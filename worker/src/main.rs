@@ -12,6 +12,7 @@ mod loadtest;
 mod movegen;
 mod submit;
 mod volunteer;
+mod wintable;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -39,6 +40,9 @@ enum Command {
     /// Generate and inspect leave tables.
     #[command(subcommand)]
     Leaves(leaves::Cmd),
+    /// Make and query the win-probability table.
+    #[command(subcommand)]
+    Wintable(wintable::Cmd),
     /// Measure move generation and self-play speed.
     Bench(bench::Args),
     /// Load-test a coordinator with many simulated volunteers.
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
         Command::Autoplay(a) => autoplay::run(a),
         Command::Leaves(c) => leaves::run(c),
         Command::Bench(a) => bench::run(a),
+        Command::Wintable(c) => wintable::run(c),
         Command::Loadtest(a) => loadtest::run(a),
     };
     match result {

@@ -154,3 +154,25 @@ fn leave_generation_is_reproducible_whatever_the_thread_count() {
     let v: Vec<f64> = out.lines().map(|l| l.rsplit(' ').next().unwrap().parse().unwrap()).collect();
     assert!(v[0] > v[1], "a blank is worth more than VVW even after a few games: {out}");
 }
+
+#[test]
+fn win_table_generation_is_reproducible_and_readable() {
+    let d = temp("wintable");
+    let generate = |threads: &str, out: &Path| {
+        let o = worker(&["wintable", "generate", "--games", "60", "--seed", "4", "--threads", threads, "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        std::fs::read(out).unwrap()
+    };
+    let a = generate("1", &d.join("a.wpt"));
+    let b = generate("2", &d.join("b.wpt"));
+    assert!(a == b, "same seed, same table, any thread count");
+    let o = worker(&["wintable", "show", "--table", d.join("a.wpt").to_str().unwrap(), "--unseen", "20", "--", "-40", "0", "40"]);
+    let p: Vec<f64> = stdout(&o).lines().map(|l| l.split(' ').nth(1).unwrap().parse().unwrap()).collect();
+    assert!(p[0] < p[1] && p[1] < p[2], "{p:?}");
+    // A damaged table names its file and line.
+    let bad = d.join("bad.wpt");
+    std::fs::write(&bad, String::from_utf8(a).unwrap().replacen("\n5:", "\n6:", 1)).unwrap();
+    let o = worker(&["wintable", "show", "--table", bad.to_str().unwrap(), "--unseen", "3", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.wpt:") && stderr(&o).contains("row for 5"), "{}", stderr(&o));
+}
