@@ -131,6 +131,14 @@ impl StaticBot {
     }
 }
 
+impl StaticBot {
+    /// The `n` best moves for the player on turn by static equity, best first.
+    pub fn best<'g>(&self, ctx: Ctx, game: &Game, mg: &'g mut Generator, n: usize) -> &'g [Move] {
+        let leaves = self.rack_leaves(ctx, game);
+        mg.generate(ctx, &request(game, &leaves, OPENING_VOWEL_PENALTY), Mode::Best(n))
+    }
+}
+
 impl Player for StaticBot {
     fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, _rng: &mut Rng) -> Move {
         let leaves = self.rack_leaves(ctx, game);

@@ -14,6 +14,7 @@ pub mod lexicon;
 pub mod movegen;
 pub mod moves;
 pub mod rng;
+pub mod sim;
 pub mod stats;
 pub mod tiles;
 pub mod winpct;

@@ -10,6 +10,7 @@ mod leaves;
 mod lexicon;
 mod loadtest;
 mod movegen;
+mod sim;
 mod submit;
 mod volunteer;
 mod wintable;
@@ -35,6 +36,8 @@ enum Command {
     Lexicon(lexicon::Cmd),
     /// List the moves of a position.
     Movegen(movegen::Args),
+    /// Simulate a position: the static evaluator's top candidates, rolled out.
+    Sim(sim::Args),
     /// Play bots against each other on paired deals.
     Autoplay(autoplay::Args),
     /// Generate and inspect leave tables.
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Submit(a) => submit::run(a),
         Command::Lexicon(c) => lexicon::run(c),
         Command::Movegen(a) => movegen::run(a),
+        Command::Sim(a) => sim::run(a),
         Command::Autoplay(a) => autoplay::run(a),
         Command::Leaves(c) => leaves::run(c),
         Command::Bench(a) => bench::run(a),

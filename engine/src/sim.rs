@@ -1,0 +1,227 @@
+//! Truncated Monte Carlo simulation: take the static evaluator's top `k` moves, and for each
+//! iteration deal the unseen tiles at random (an opponent rack and a bag order), play every
+//! candidate followed by `plies` static best moves, and score it by win probability (from the
+//! [`WinTable`], leaves folded into the spread) and by equity (spread change plus leaves).
+//!
+//! Every candidate sees the same deal in an iteration (common random numbers), and iteration
+//! `i`'s deal comes from `derive(seed, i)`: results do not depend on the thread count.
+//! Statistics are summed in iteration order, so they are bit-identical too.
+
+use crate::bots::{Player, StaticBot};
+use crate::game::{Bag, Game};
+use crate::leaves::Klv;
+use crate::movegen::{Ctx, Generator};
+use crate::moves::Move;
+use crate::rng::{derive, Rng};
+use crate::winpct::WinTable;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Iterations between statistical checks (and the unit of parallel work).
+pub const BLOCK: u64 = 128;
+
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Candidates: the static evaluator's top `k`.
+    pub candidates: usize,
+    /// Static plies played after each candidate.
+    pub plies: usize,
+    /// Most iterations.
+    pub iterations: u64,
+    /// Stop early when one candidate is left: cut a candidate once its upper bound (mean +
+    /// `z` standard errors of its win%) is below the leader's lower bound. `None`: run all
+    /// iterations, cutting nothing.
+    pub stop: Option<StopLevel>,
+    pub seed: u64,
+}
+
+/// The established engines' stopping levels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StopLevel {
+    S95,
+    S98,
+    S99,
+}
+
+impl StopLevel {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "95" => Some(Self::S95),
+            "98" => Some(Self::S98),
+            "99" => Some(Self::S99),
+            _ => None,
+        }
+    }
+    /// Two-sided normal quantile.
+    pub fn z(self) -> f64 {
+        match self {
+            Self::S95 => 1.96,
+            Self::S98 => 2.326,
+            Self::S99 => 2.576,
+        }
+    }
+}
+
+/// Running mean and variance, summed in a fixed order.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Stat {
+    pub n: u64,
+    sum: f64,
+    sumsq: f64,
+}
+
+impl Stat {
+    pub fn add(&mut self, x: f64) {
+        self.n += 1;
+        self.sum += x;
+        self.sumsq += x * x;
+    }
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 { 0.0 } else { self.sum / self.n as f64 }
+    }
+    /// Standard error of the mean.
+    pub fn stderr(&self) -> f64 {
+        if self.n < 2 {
+            return f64::INFINITY;
+        }
+        let n = self.n as f64;
+        ((self.sumsq - self.sum * self.sum / n).max(0.0) / (n - 1.0) / n).sqrt()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub mv: Move,
+    /// Win probability of the player to move (0..1).
+    pub win: Stat,
+    /// Spread change plus leave values, in points.
+    pub equity: Stat,
+    /// Cut by the stopping rule (its statistics stop there).
+    pub cut: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct SimResult {
+    /// Best first: by win probability, then equity; cut candidates after the rest.
+    pub candidates: Vec<Candidate>,
+    pub iterations: u64,
+}
+
+pub struct Simulator<'a> {
+    pub ctx: Ctx<'a>,
+    pub leaves: Option<Arc<Klv>>,
+    pub table: &'a WinTable,
+}
+
+impl Simulator<'_> {
+    /// Simulate the position of `game` for the player on turn, on the current rayon pool.
+    /// `progress` is told the iterations done after each block.
+    pub fn run(&self, game: &Game, cfg: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> SimResult {
+        let me = game.on_turn;
+        let mut base = game.clone();
+        base.history.clear();
+        base.adjustments.clear();
+        let bot = StaticBot::new(self.leaves.clone());
+        let mut mg = Generator::new();
+        let moves: Vec<Move> = bot.best(self.ctx, &base, &mut mg, cfg.candidates.max(1)).to_vec();
+        let mut cands: Vec<Candidate> = moves.into_iter().map(|mv| Candidate { mv, win: Stat::default(), equity: Stat::default(), cut: false }).collect();
+        // The unseen tiles from the mover's seat: the bag and the opponent's rack.
+        let mut unseen: Vec<u8> = base.bag.tiles().to_vec();
+        unseen.extend_from_slice(&base.racks[1 - me]);
+        unseen.sort_unstable();
+        let opp_len = base.racks[1 - me].len();
+        let mut done = 0;
+        while done < cfg.iterations && (cands.iter().filter(|c| !c.cut).count() > 1 || cfg.stop.is_none()) {
+            let n = BLOCK.min(cfg.iterations - done);
+            let active: Vec<bool> = cands.iter().map(|c| !c.cut).collect();
+            let results: Vec<Vec<Option<(f64, f64)>>> = (done..done + n)
+                .into_par_iter()
+                .map_init(
+                    || (Generator::new(), StaticBot::new(self.leaves.clone())),
+                    |(mg, bot), i| {
+                        let deal = deal(&base, &unseen, opp_len, derive(cfg.seed, i));
+                        cands.iter().zip(&active).map(|(c, &on)| on.then(|| self.rollout(&deal, &c.mv, cfg.plies, me, bot, mg))).collect()
+                    },
+                )
+                .collect();
+            for r in &results {
+                for (c, x) in cands.iter_mut().zip(r) {
+                    if let Some((w, e)) = *x {
+                        c.win.add(w);
+                        c.equity.add(e);
+                    }
+                }
+            }
+            done += n;
+            progress(done);
+            if let Some(level) = cfg.stop {
+                cut(&mut cands, level.z());
+            }
+        }
+        cands.sort_by(|a, b| a.cut.cmp(&b.cut).then(b.win.mean().total_cmp(&a.win.mean())).then(b.equity.mean().total_cmp(&a.equity.mean())));
+        SimResult { candidates: cands, iterations: done }
+    }
+
+    /// Play `mv` and `plies` static replies on a copy of `deal`; (win probability, equity) for
+    /// player `me`.
+    fn rollout(&self, deal: &Game, mv: &Move, plies: usize, me: usize, bot: &mut StaticBot, mg: &mut Generator) -> (f64, f64) {
+        let ctx = self.ctx;
+        let mut g = deal.clone();
+        let spread0 = g.scores[me] - g.scores[1 - me];
+        g.play(ctx, mv);
+        // Bots inside rollouts are deterministic; their random stream is never used.
+        let mut unused = Rng::new(0);
+        for _ in 0..plies {
+            if g.is_over() {
+                break;
+            }
+            let m = bot.choose(ctx, &g, mg, &mut unused);
+            g.play(ctx, &m);
+        }
+        let spread = g.scores[me] - g.scores[1 - me];
+        if g.is_over() {
+            let win = match spread.cmp(&0) {
+                std::cmp::Ordering::Greater => 1.0,
+                std::cmp::Ordering::Equal => 0.5,
+                std::cmp::Ordering::Less => 0.0,
+            };
+            return (win, (spread - spread0) as f64);
+        }
+        let leave = |p: usize| {
+            let mut rack = g.racks[p].clone();
+            rack.sort_unstable();
+            self.leaves.as_deref().map_or(0.0, |k| k.value(&rack) as f64)
+        };
+        let adjusted = spread as f64 + leave(me) - leave(1 - me);
+        // Unseen from the seat of whoever is to move: the bag and the other rack.
+        let to_move = g.on_turn;
+        let unseen = g.bag.len() + g.racks[1 - to_move].len();
+        let s = adjusted.round() as i32;
+        let win = if to_move == me { self.table.win_prob(s, unseen) } else { 1.0 - self.table.win_prob(-s, unseen) };
+        (win, adjusted - spread0 as f64)
+    }
+}
+
+/// The position with the unseen tiles dealt at random: an opponent rack and a bag order.
+fn deal(base: &Game, unseen: &[u8], opp_len: usize, seed: u64) -> Game {
+    let mut tiles = unseen.to_vec();
+    let mut rng = Rng::new(seed);
+    rng.shuffle(&mut tiles);
+    let mut g = base.clone();
+    let me = g.on_turn;
+    g.racks[1 - me] = tiles[..opp_len].to_vec();
+    g.bag = Bag::from_tiles(tiles[opp_len..].to_vec(), derive(seed, 1));
+    g
+}
+
+/// Cut every candidate whose win% upper bound is below the leader's lower bound.
+fn cut(cands: &mut [Candidate], z: f64) {
+    let Some(leader) = cands.iter().filter(|c| !c.cut).max_by(|a, b| a.win.mean().total_cmp(&b.win.mean()).then(a.equity.mean().total_cmp(&b.equity.mean()))) else { return };
+    let floor = leader.win.mean() - z * leader.win.stderr();
+    let leader_mv = leader.mv;
+    for c in cands.iter_mut().filter(|c| !c.cut && c.mv != leader_mv) {
+        if c.win.mean() + z * c.win.stderr() < floor {
+            c.cut = true;
+        }
+    }
+}
