@@ -343,7 +343,7 @@ impl Generator {
         let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
         let mut best = i32::MIN;
         // Windows by leftmost empty square `j`, growing rightwards one tile at a time.
-        for j in ai.saturating_sub(r - 1)..=ai {
+        for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
             let mut lo = empties[j];
             while lo > 0 && l.tiles[lo - 1] != 0 {
                 lo -= 1;

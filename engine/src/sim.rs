@@ -117,19 +117,25 @@ impl Simulator<'_> {
     /// Simulate the position of `game` for the player on turn, on the current rayon pool.
     /// `progress` is told the iterations done after each block.
     pub fn run(&self, game: &Game, cfg: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> SimResult {
+        let mut mg = Generator::new();
+        let moves = StaticBot::new(self.leaves.clone()).best(self.ctx, game, &mut mg, cfg.candidates.max(1)).to_vec();
+        self.run_moves(game, moves, cfg, progress)
+    }
+
+    /// Simulate the given candidate moves (legal for the player on turn).
+    pub fn run_moves(&self, game: &Game, moves: Vec<Move>, cfg: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> SimResult {
         let me = game.on_turn;
         let mut base = game.clone();
         base.history.clear();
         base.adjustments.clear();
-        let bot = StaticBot::new(self.leaves.clone());
-        let mut mg = Generator::new();
-        let moves: Vec<Move> = bot.best(self.ctx, &base, &mut mg, cfg.candidates.max(1)).to_vec();
         let mut cands: Vec<Candidate> = moves.into_iter().map(|mv| Candidate { mv, win: Stat::default(), equity: Stat::default(), cut: false }).collect();
         // The unseen tiles from the mover's seat: the bag and the opponent's rack.
         let mut unseen: Vec<u8> = base.bag.tiles().to_vec();
         unseen.extend_from_slice(&base.racks[1 - me]);
         unseen.sort_unstable();
-        let opp_len = base.racks[1 - me].len();
+        // A position may not say what the opponent holds (CGP gives only the mover's rack):
+        // they hold seven tiles, or all that is unseen when fewer remain.
+        let opp_len = unseen.len().min(crate::movegen::RACK_SIZE);
         let mut done = 0;
         while done < cfg.iterations && (cands.iter().filter(|c| !c.cut).count() > 1 || cfg.stop.is_none()) {
             let n = BLOCK.min(cfg.iterations - done);

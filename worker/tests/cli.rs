@@ -176,3 +176,21 @@ fn win_table_generation_is_reproducible_and_readable() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("bad.wpt:") && stderr(&o).contains("row for 5"), "{}", stderr(&o));
 }
+
+#[test]
+fn sim_table_is_the_same_on_one_and_two_threads() {
+    let run = |threads: &str| {
+        let o = worker(&["sim", "--lexicon", &enable_txt(), "--cgp", &format!("{EMPTY} AEINRST/ 0/0 0"), "--candidates", "4", "--iterations", "128", "--seed", "7", "--threads", threads]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        // Everything but the timing line.
+        stdout(&o).lines().filter(|l| !l.starts_with("Iterations:")).map(str::to_string).collect::<Vec<_>>()
+    };
+    let (a, b) = (run("1"), run("2"));
+    assert_eq!(a, b);
+    assert!(a[0].starts_with("Play") && a.len() == 5, "{a:?}");
+    // The first row is the chosen play: a 66-point bingo from AEINRST on an empty board.
+    assert!(a[1].split_whitespace().nth(2) == Some("66"), "{}", a[1]);
+    let o = worker(&["sim", "--lexicon", &enable_txt(), "--cgp", &format!("{EMPTY} AEINRST/ 0/0 0"), "--stop", "97"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--stop"));
+}

@@ -1,0 +1,141 @@
+//! The simulator: position untouched, common random numbers, thread-independence, an obvious
+//! best move found and never cut, game ends scored exactly.
+
+mod common;
+
+use engine::bots::{Player, StaticBot};
+use engine::cgp::Position;
+use engine::game::Game;
+use engine::leaves::Klv;
+use engine::movegen::{Ctx, Generator, Mode, Request};
+use engine::moves::{Kind, Move};
+use engine::sim::{SimConfig, SimResult, Simulator, StopLevel};
+use engine::winpct::WinTable;
+use std::path::Path;
+use std::sync::Arc;
+
+fn data() -> (Arc<Klv>, WinTable) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica");
+    (Arc::new(Klv::load(&root.join("enable.klv2")).unwrap()), WinTable::load(&root.join("enable.wpt")).unwrap())
+}
+
+fn cfg(iterations: u64, seed: u64) -> SimConfig {
+    SimConfig { candidates: 6, plies: 2, iterations, stop: None, seed }
+}
+
+fn on(threads: usize, f: impl FnOnce() -> SimResult + Send) -> SimResult {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(f)
+}
+
+/// A mid-game position from seeded static self-play.
+fn midgame(ctx: Ctx, klv: &Arc<Klv>, seed: u64, turns: usize) -> Game {
+    let mut g = Game::new(ctx.dist, seed);
+    let mut bot = StaticBot::new(Some(klv.clone()));
+    let mut mg = Generator::new();
+    let mut rng = engine::rng::Rng::new(seed);
+    for _ in 0..turns {
+        let m = bot.choose(ctx, &g, &mut mg, &mut rng);
+        g.play(ctx, &m);
+    }
+    g
+}
+
+fn summary(r: &SimResult) -> Vec<(Move, u64, u64, u64, bool)> {
+    r.candidates.iter().map(|c| (c.mv, c.win.mean().to_bits(), c.equity.mean().to_bits(), c.win.n, c.cut)).collect()
+}
+
+#[test]
+fn same_seed_same_result_on_one_and_two_threads_and_the_position_is_untouched() {
+    let ctx = common::ctx(common::enable());
+    let dist = ctx.dist;
+    let (klv, table) = data();
+    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table };
+    for seed in [1, 2] {
+        let g = midgame(ctx, &klv, seed, 6);
+        let snapshot = |g: &Game| (engine::cgp::write(g, dist), g.racks.clone(), g.scores, g.bag.tiles().to_vec(), g.history.len());
+        let before = snapshot(&g);
+        let a = on(1, || sim.run(&g, &cfg(300, seed), &|_| {}));
+        let b = on(2, || sim.run(&g, &cfg(300, seed), &|_| {}));
+        assert_eq!(summary(&a), summary(&b));
+        assert_eq!(a.iterations, 300);
+        assert!(before == snapshot(&g), "the simulated position is unchanged");
+        // Another seed gives other numbers.
+        let c = on(2, || sim.run(&g, &cfg(300, seed + 100), &|_| {}));
+        assert_ne!(summary(&a), summary(&c));
+    }
+}
+
+#[test]
+fn common_random_numbers_identical_candidates_identical_statistics() {
+    let ctx = common::ctx(common::enable());
+    let (klv, table) = data();
+    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table };
+    let g = midgame(ctx, &klv, 5, 4);
+    let mut mg = Generator::new();
+    let best = StaticBot::new(Some(klv.clone())).best(ctx, &g, &mut mg, 2).to_vec();
+    let r = on(2, || sim.run_moves(&g, vec![best[0], best[1], best[0]], &cfg(256, 9), &|_| {}));
+    let stats: Vec<_> = r.candidates.iter().filter(|c| c.mv == best[0]).map(|c| (c.win, c.equity)).collect();
+    assert_eq!(stats.len(), 2);
+    assert_eq!(stats[0], stats[1], "the same move on the same deals scores the same");
+}
+
+/// Every legal placement of the position's rack, by score.
+fn placements(ctx: Ctx, g: &Game) -> Vec<Move> {
+    let leaves = engine::leaves::RackLeaves::new(&g.racks[g.on_turn], |_| 0);
+    let req = Request { board: &g.board, rack: &g.racks[g.on_turn], leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+    let mut v: Vec<Move> = Generator::new().generate(ctx, &req, Mode::All).iter().copied().filter(|m| m.kind == Kind::Place).collect();
+    v.sort_by_key(|m| m.score);
+    v
+}
+
+#[test]
+fn an_obvious_best_move_wins_and_is_never_cut() {
+    let ctx = common::ctx(common::enable());
+    let (kwg, dist) = (ctx.kwg, ctx.dist);
+    let (klv, table) = data();
+    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table };
+    let g = Position::parse("15/15/15/15/15/15/15/15/15/15/15/15/15/15/15 AEINRST/ 0/0 0", dist).unwrap().into_game(kwg, dist, 1);
+    let moves = placements(ctx, &g);
+    let (small, bingo) = (moves[0], *moves.last().unwrap());
+    assert!(bingo.score >= 60 && small.score <= 6, "{} vs {}", bingo.score, small.score);
+    for seed in 0..5 {
+        let c = SimConfig { candidates: 2, plies: 2, iterations: 2000, stop: Some(StopLevel::S99), seed };
+        let r = on(2, || sim.run_moves(&g, vec![small, bingo], &c, &|_| {}));
+        assert_eq!(r.candidates[0].mv, bingo, "seed {seed}");
+        assert!(!r.candidates[0].cut);
+        assert!(r.candidates[1].cut, "the 6-point play is cut");
+        assert!(r.iterations < 2000, "and the sim stops early");
+        assert!(r.candidates[0].win.mean() > r.candidates[1].win.mean() + 0.1);
+    }
+}
+
+#[test]
+fn game_ends_inside_rollouts_are_scored_exactly() {
+    let ctx = common::ctx(common::enable());
+    let dist = ctx.dist;
+    let (klv, table) = data();
+    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table };
+    // Play until the bag is empty; then rollouts of 20 plies always reach the end.
+    let mut found = 0;
+    for seed in 0..20 {
+        let mut g = Game::new(dist, seed);
+        let mut bots = [StaticBot::new(Some(klv.clone())), StaticBot::new(Some(klv.clone()))];
+        let mut mg = Generator::new();
+        let mut rng = engine::rng::Rng::new(seed);
+        while !g.is_over() && !g.bag.is_empty() {
+            let m = bots[g.on_turn].choose(ctx, &g, &mut mg, &mut rng);
+            g.play(ctx, &m);
+        }
+        if g.is_over() {
+            continue;
+        }
+        let c = SimConfig { candidates: 4, plies: 20, iterations: 64, stop: None, seed };
+        let r = on(2, || sim.run(&g, &c, &|_| {}));
+        for cand in &r.candidates {
+            let twice = cand.win.mean() * 2.0 * cand.win.n as f64;
+            assert!((twice - twice.round()).abs() < 1e-6, "win values are 0, 1/2 or 1: {}", cand.win.mean());
+        }
+        found += 1;
+    }
+    assert!(found >= 10);
+}
