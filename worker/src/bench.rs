@@ -25,6 +25,9 @@ pub struct Args {
     /// Games for the self-play benchmarks.
     #[arg(long, default_value_t = 1000)]
     games: u64,
+    /// Mid-game positions for the simulation benchmark.
+    #[arg(long, default_value_t = 40)]
+    sim_positions: usize,
     /// Threads for the all-threads self-play run (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -78,6 +81,18 @@ pub fn run(a: Args) -> Result<()> {
     }
     let secs = start.elapsed().as_secs_f64();
     crate::emit(&format!("best-move static evaluation: {:.0} positions/s (leave lookups included; 1 thread)\n", evals as f64 / secs))?;
+
+    // Simulation: 2-ply rollouts of the top 15 candidates against a random opponent rack, on
+    // mid-game positions (at least 14 tiles in the bag), one thread.
+    let table = engine::winpct::WinTable::load(&crate::data::lexica_dir().join("enable.wpt"))?;
+    let sim = engine::sim::Simulator { ctx, leaves: Some(klv.clone()), table: &table };
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+    let midgame: Vec<&Game> = positions.iter().map(|(g, _)| g).filter(|g| g.bag.len() >= 14 && !g.history.is_empty()).step_by(7).take(a.sim_positions).collect();
+    let cfg = |seed| engine::sim::SimConfig { candidates: 15, plies: 2, iterations: engine::sim::BLOCK, stop: None, seed };
+    let start = Instant::now();
+    let rollouts: u64 = one.install(|| midgame.iter().enumerate().map(|(i, g)| sim.run(g, &cfg(i as u64), &|_| {})).map(|r| r.iterations * r.candidates.len() as u64).sum());
+    let secs = start.elapsed().as_secs_f64();
+    crate::emit(&format!("simulation: {:.0} rollouts/s (2 plies, 15 candidates, {} positions x {} iterations; 1 thread)\n", rollouts as f64 / secs, midgame.len(), engine::sim::BLOCK))?;
 
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     for t in [1, threads] {
