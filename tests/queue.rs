@@ -127,7 +127,7 @@ async fn queue_rules() -> Result<()> {
     let ba = api.claim(&a, None).await;
     assert_eq!(ba["status"], "batch");
     assert_eq!((ba["job"]["first_pair"].as_u64(), ba["job"]["pairs"].as_u64()), (Some(0), Some(2)));
-    assert_eq!(ba["artifacts"].as_array().unwrap().len(), 4);
+    assert_eq!(ba["artifacts"].as_array().unwrap().len(), 5);
     let bb = api.claim(&b, Some(2.0)).await;
     assert_eq!(bb["job"]["first_pair"], 2);
     assert!(bb["job"]["pairs"].as_u64().unwrap() > 2, "sized by speed: {bb}");

@@ -11,8 +11,8 @@ use sha2::{Digest, Sha256};
 use shared::protocol::ArtifactRef;
 use std::path::Path as FsPath;
 
-/// Roles every match job needs, in the order batch specs list them.
-pub const ROLES: [&str; 4] = ["lexicon", "leaves", "distribution", "layout"];
+/// Roles every match job gets, in the order batch specs list them.
+pub const ROLES: [&str; 5] = ["lexicon", "leaves", "distribution", "layout", "winpct"];
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
@@ -52,7 +52,7 @@ pub async fn ensure_defaults(db: &sqlx::PgPool, lexica: &FsPath) -> anyhow::Resu
         let kwg = engine::lexicon::load_lexicon(&words, &dist).with_context(|| format!("{}", words.display()))?;
         add(db, "lexicon", "enable.kwg", &kwg.to_bytes(), true).await?;
     }
-    for (role, file) in [("leaves", "enable.klv2"), ("distribution", "english.dist"), ("layout", "standard15.layout")] {
+    for (role, file) in [("leaves", "enable.klv2"), ("distribution", "english.dist"), ("layout", "standard15.layout"), ("winpct", "enable.wpt")] {
         if missing(role) {
             let path = lexica.join(file);
             let bytes = std::fs::read(&path).with_context(|| format!("{}: cannot read", path.display()))?;
@@ -69,6 +69,7 @@ pub async fn resolve(db: &sqlx::PgPool, pinned: &shared::experiment::Artifacts) 
         let pin = match role {
             "lexicon" => pinned.lexicon.as_deref(),
             "leaves" => pinned.leaves.as_deref(),
+            "winpct" => pinned.winpct.as_deref(),
             _ => None,
         };
         let row: Option<(String, String, i64)> = match pin {

@@ -116,11 +116,11 @@ pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Res
         b.push_str("<h2>Throughput</h2>");
         b.push_str(&throughput_plot(&h));
     }
-    b.push_str("<h2>Cells</h2><table id=\"cells\"><tr><th>#</th><th>parameters</th><th>status</th><th>games</th><th>W-D-L</th><th>win rate</th><th>95% interval</th><th>mean score<br><small>bot1 / bot2</small></th><th>bingos/game<br><small>bot1 / bot2</small></th><th>points/turn<br><small>bot1 / bot2</small></th><th>first player wins</th><th>why it stopped</th></tr>");
+    b.push_str("<h2>Cells</h2><table id=\"cells\"><tr><th>#</th><th>parameters</th><th>status</th><th>games</th><th>W-D-L</th><th>win rate</th><th>95% interval</th><th>mean score<br><small>bot1 / bot2</small></th><th>bingos/game<br><small>bot1 / bot2</small></th><th>points/turn<br><small>bot1 / bot2</small></th><th>ms/move<br><small>bot1 / bot2</small></th><th>first player wins</th><th>why it stopped</th></tr>");
     for c in &d.cells {
         let _ = write!(
             b,
-            "<tr class=\"cell\" data-index=\"{i}\"><td>{i}</td><td>{params}</td><td><span class=\"status {st}\">{st}</span></td><td>{prog}</td><td>{w}-{dr}-{l}</td><td class=\"winrate\">{wr}</td><td>{lo} – {hi}</td><td>{s0:.1} / {s1:.1}</td><td>{b0:.2} / {b1:.2}</td><td>{p0:.1} / {p1:.1}</td><td>{fp}</td><td class=\"reason\">{why}</td></tr>",
+            "<tr class=\"cell\" data-index=\"{i}\"><td>{i}</td><td>{params}</td><td><span class=\"status {st}\">{st}</span></td><td>{prog}</td><td>{w}-{dr}-{l}</td><td class=\"winrate\">{wr}</td><td>{lo} – {hi}</td><td>{s0:.1} / {s1:.1}</td><td>{b0:.2} / {b1:.2}</td><td>{p0:.1} / {p1:.1}</td><td class=\"ms\">{m0:.1} / {m1:.1}</td><td>{fp}</td><td class=\"reason\">{why}</td></tr>",
             i = c.index,
             params = esc(&cell_label(&d, c)),
             st = esc(&c.status),
@@ -137,6 +137,8 @@ pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Res
             b1 = c.mean_bingos[1],
             p0 = c.points_per_turn[0],
             p1 = c.points_per_turn[1],
+            m0 = c.ms_per_move[0],
+            m1 = c.ms_per_move[1],
             fp = pct(c.first_player_rate),
             why = esc(c.stop_reason.as_deref().unwrap_or("")),
         );
@@ -296,7 +298,7 @@ fn colour(p: f64) -> String {
 /// First axis down, second across (cells are row-major in axis order).
 fn heatmap(d: &Detail) -> String {
     let (rows, cols) = (&d.spec.axes[0], &d.spec.axes[1]);
-    let (cw, ch, left, top) = (90.0, 44.0, 110.0, 40.0);
+    let (cw, ch, left, top) = (110.0, 52.0, 110.0, 40.0);
     let (w, h) = (left + cw * cols.values.len() as f64 + 10.0, top + ch * rows.values.len() as f64 + 10.0);
     let v = |x: &serde_json::Value| esc(&x.as_str().map_or_else(|| x.to_string(), str::to_string));
     let mut s = format!("<svg id=\"heatmap\" class=\"plot\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"win rate heatmap\">");
@@ -312,14 +314,23 @@ fn heatmap(d: &Detail) -> String {
             let fill = c.win_rate.map_or("#eee".into(), colour);
             let _ = write!(
                 s,
-                "<g class=\"hcell\" data-index=\"{}\"><title>{}: {} ± over {} games</title><rect x=\"{x}\" y=\"{y}\" width=\"{cw}\" height=\"{ch}\" fill=\"{fill}\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text></g>",
+                "<g class=\"hcell\" data-index=\"{}\"><title>{}: {} ({} – {}) over {} games, {:.1} ms a move</title><rect x=\"{x}\" y=\"{y}\" width=\"{cw}\" height=\"{ch}\" fill=\"{fill}\"/><text x=\"{tx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}{}</text><text class=\"tick\" x=\"{tx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{:.1} ms/move</text></g>",
                 c.index,
                 esc(&cell_label(d, c)),
                 pct(c.win_rate),
+                pct(c.ci_low),
+                pct(c.ci_high),
                 c.games,
-                x + cw / 2.0,
-                y + ch / 2.0 + 4.0,
-                pct(c.win_rate)
+                c.ms_per_move[0],
+                y + ch / 2.0 - 2.0,
+                pct(c.win_rate),
+                match (c.ci_low, c.ci_high) {
+                    (Some(lo), Some(hi)) => format!(" ±{:.1}", 50.0 * (hi - lo)),
+                    _ => String::new(),
+                },
+                y + ch / 2.0 + 14.0,
+                c.ms_per_move[0],
+                tx = x + cw / 2.0,
             );
         }
     }

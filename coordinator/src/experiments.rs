@@ -133,6 +133,8 @@ pub struct CellView {
     pub mean_score: [f64; 2],
     pub mean_bingos: [f64; 2],
     pub points_per_turn: [f64; 2],
+    /// Milliseconds per move, first bot / second bot.
+    pub ms_per_move: [f64; 2],
     pub first_player_rate: Option<f64>,
     pub sprt_llr: Option<f64>,
     pub tally: MatchTally,
@@ -252,6 +254,7 @@ impl CellRow {
             mean_score: [t.mean_score(0), t.mean_score(1)],
             mean_bingos: [t.mean_bingos(0), t.mean_bingos(1)],
             points_per_turn: [t.points_per_turn(0), t.points_per_turn(1)],
+            ms_per_move: [t.ms_per_move(0), t.ms_per_move(1)],
             first_player_rate: t.first_player_rate(),
             sprt_llr: sprt.and_then(|s| s.llr(&t)),
             tally: t,

@@ -50,7 +50,7 @@ enum Cmd {
     },
     /// Register a data file (lexicon graph, leave table, ...) that experiments can pin by sha256.
     Artifact {
-        /// `lexicon`, `leaves`, `distribution` or `layout`.
+        /// `lexicon`, `leaves`, `distribution`, `layout` or `winpct`.
         #[arg(long)]
         role: String,
         /// Make it the default for its role.
@@ -245,6 +245,7 @@ fn check_artifact(role: &str, file: &std::path::Path, bytes: &[u8]) -> Result<()
         "lexicon" => engine::lexicon::load_lexicon(file, &dist).map(drop),
         "leaves" => engine::leaves::Klv::from_bytes(bytes, &file.display().to_string()).map(drop),
         "distribution" => engine::tiles::Distribution::load(file).map(drop),
+        "winpct" => engine::winpct::WinTable::load(file).map(drop),
         _ => engine::board::Layout::load(file).map(drop),
     };
     ok.map_err(Into::into)

@@ -16,6 +16,8 @@ pub struct GameRecord {
     /// `seat_bot[s]`: which bot (0 or 1) sat in seat `s` (seat 0 moves first).
     pub seat_bot: [usize; 2],
     pub game: Game,
+    /// Microseconds each seat spent choosing its moves.
+    pub micros: [u64; 2],
 }
 
 /// The deal seed of pair `pair` in a run seeded with `seed`.
@@ -23,11 +25,13 @@ pub fn deal_seed(seed: u64, pair: u64) -> u64 {
     derive(seed, pair)
 }
 
-/// Play one game on deal `deal_seed`; `seated[s]` plays seat `s`.
-pub fn play_game(ctx: Ctx, seated: [&mut dyn Player; 2], deal_seed: u64, mg: &mut Generator) -> Game {
+/// Play one game on deal `deal_seed`; `seated[s]` plays seat `s`. Also returns the
+/// microseconds each seat spent choosing (the only thing here that depends on the machine).
+pub fn play_game(ctx: Ctx, seated: [&mut dyn Player; 2], deal_seed: u64, mg: &mut Generator) -> (Game, [u64; 2]) {
     let mut game = Game::new(ctx.dist, deal_seed);
     // Each seat's bot gets its own stream, the same in both legs for the same deal.
     let mut rngs = [Rng::new(derive(deal_seed, 1 << 32)), Rng::new(derive(deal_seed, 2 << 32))];
+    let mut micros = [0u64; 2];
     // A game ends after at most ~100 tiles played plus 6 scoreless turns per refill; the cap
     // only guards against a bot that never ends one.
     for _ in 0..1000 {
@@ -35,22 +39,24 @@ pub fn play_game(ctx: Ctx, seated: [&mut dyn Player; 2], deal_seed: u64, mg: &mu
             break;
         }
         let s = game.on_turn;
+        let clock = std::time::Instant::now();
         let mv = seated[s].choose(ctx, &game, mg, &mut rngs[s]);
+        micros[s] += clock.elapsed().as_micros() as u64;
         game.play(ctx, &mv);
     }
-    game
+    (game, micros)
 }
 
 /// Play leg `leg` (0: bot 0 first, 1: bot 1 first) of pair `pair`'s deal.
 pub fn play_leg(ctx: Ctx, bots: &mut [Box<dyn Player>; 2], seed: u64, pair: u64, leg: usize, mg: &mut Generator) -> GameRecord {
     let deal = deal_seed(seed, pair);
     let [b0, b1] = bots;
-    let (game, seat_bot) = if leg == 0 {
+    let ((game, micros), seat_bot) = if leg == 0 {
         (play_game(ctx, [b0.as_mut(), b1.as_mut()], deal, mg), [0, 1])
     } else {
         (play_game(ctx, [b1.as_mut(), b0.as_mut()], deal, mg), [1, 0])
     };
-    GameRecord { id: 2 * pair + leg as u64, deal_seed: deal, seat_bot, game }
+    GameRecord { id: 2 * pair + leg as u64, deal_seed: deal, seat_bot, game, micros }
 }
 
 /// What the statistics need of one game, small enough to keep for millions of games.
@@ -62,6 +68,8 @@ pub struct Outcome {
     pub scores: [i32; 2],
     pub bingos: [u32; 2],
     pub turns: [u32; 2],
+    /// Microseconds spent choosing moves, by seat.
+    pub micros: [u64; 2],
 }
 
 impl Outcome {
@@ -77,7 +85,7 @@ impl Outcome {
 
 impl GameRecord {
     pub fn outcome(&self) -> Outcome {
-        let mut o = Outcome { id: self.id, seat_bot: self.seat_bot, scores: self.game.scores, bingos: [0; 2], turns: [0; 2] };
+        let mut o = Outcome { id: self.id, seat_bot: self.seat_bot, scores: self.game.scores, bingos: [0; 2], turns: [0; 2], micros: self.micros };
         for t in &self.game.history {
             o.turns[t.player] += 1;
             if t.mv.kind == crate::moves::Kind::Place && t.mv.tiles_used() == crate::movegen::RACK_SIZE {

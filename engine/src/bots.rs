@@ -1,11 +1,14 @@
 //! Bots: a `Player` picks a move for the player on turn. Bots are values built from a spec
-//! string (`greedy`, `static`, `softmax:t=1.0,bag=60`) so that experiments can name them.
+//! string (`greedy`, `static`, `softmax:t=1.0,bag=60`, `sim:k=15,plies=2,iterations=300`) so
+//! that experiments can name them.
 
 use crate::game::Game;
 use crate::leaves::{Klv, RackLeaves};
 use crate::movegen::{Ctx, Generator, Mode, Request};
 use crate::moves::Move;
 use crate::rng::Rng;
+use crate::sim::{SimConfig, Simulator, StopLevel};
+use crate::winpct::WinTable;
 use std::fmt;
 use std::sync::Arc;
 
@@ -27,6 +30,10 @@ pub enum BotSpec {
     /// Samples moves with probability proportional to `exp(equity / t)` while the bag holds
     /// more than `bag` tiles; plays like `Static` after.
     Softmax { t: f64, bag: usize },
+    /// Simulates the top `k` moves `plies` deep for `iterations` (stopping early at `stop`
+    /// 95/98/99 when set, or after `ms` milliseconds when set); plays like `Static` once the
+    /// bag is empty (until an endgame player exists).
+    Sim { k: usize, plies: usize, iterations: u64, stop: Option<u8>, ms: Option<u64> },
 }
 
 impl BotSpec {
@@ -58,7 +65,22 @@ impl BotSpec {
                 }
                 Ok(BotSpec::Softmax { t, bag })
             }
-            _ => Err(format!("unknown bot `{name}` (known: greedy, static, softmax:t=T,bag=N)")),
+            "sim" => {
+                let (mut k, mut plies, mut iterations, mut stop, mut ms) = (15, 2, 300, None, None);
+                let num = |v: &str, what: &str, max: u64| v.parse::<u64>().ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| format!("bot `{s}`: {what} must be 1 to {max}"));
+                for (key, v) in kv {
+                    match key {
+                        "k" => k = num(v, "k", 100)? as usize,
+                        "plies" => plies = v.parse().ok().filter(|p| *p <= 20).ok_or_else(|| format!("bot `{s}`: plies must be 0 to 20"))?,
+                        "iterations" => iterations = num(v, "iterations", 1_000_000)?,
+                        "stop" => stop = Some(v.parse().ok().filter(|l| matches!(l, 95 | 98 | 99)).ok_or_else(|| format!("bot `{s}`: stop must be 95, 98 or 99"))?),
+                        "ms" => ms = Some(num(v, "ms", 3_600_000)?),
+                        k => return unknown(k),
+                    }
+                }
+                Ok(BotSpec::Sim { k, plies, iterations, stop, ms })
+            }
+            _ => Err(format!("unknown bot `{name}` (known: greedy, static, softmax:t=T,bag=N, sim:k=K,plies=P,iterations=N,stop=99,ms=M)")),
         }
     }
 
@@ -67,12 +89,24 @@ impl BotSpec {
         !matches!(self, BotSpec::Greedy)
     }
 
-    pub fn build(&self, leaves: Option<Arc<Klv>>) -> Box<dyn Player> {
-        match *self {
+    /// Whether the bot needs a win-probability table.
+    pub fn uses_wintable(&self) -> bool {
+        matches!(self, BotSpec::Sim { .. })
+    }
+
+    /// The bot, with the data it uses. A simulating bot without a win-probability table is an
+    /// error.
+    pub fn build(&self, leaves: Option<Arc<Klv>>, table: Option<Arc<WinTable>>) -> Result<Box<dyn Player>, crate::DataError> {
+        Ok(match *self {
             BotSpec::Greedy => Box::new(Greedy),
             BotSpec::Static => Box::new(StaticBot { leaves }),
             BotSpec::Softmax { t, bag } => Box::new(Softmax { eval: StaticBot { leaves }, t, bag }),
-        }
+            BotSpec::Sim { k, plies, iterations, stop, ms } => {
+                let table = table.ok_or_else(|| crate::DataError::new("bot", format!("`{self}` needs a win-probability table")))?;
+                let stop = stop.map(|l| StopLevel::parse(&l.to_string()).expect("parsed as 95, 98 or 99"));
+                Box::new(SimBot { eval: StaticBot { leaves }, table, k, plies, iterations, stop, ms })
+            }
+        })
     }
 }
 
@@ -82,6 +116,16 @@ impl fmt::Display for BotSpec {
             BotSpec::Greedy => write!(f, "greedy"),
             BotSpec::Static => write!(f, "static"),
             BotSpec::Softmax { t, bag } => write!(f, "softmax:t={t},bag={bag}"),
+            BotSpec::Sim { k, plies, iterations, stop, ms } => {
+                write!(f, "sim:k={k},plies={plies},iterations={iterations}")?;
+                if let Some(l) = stop {
+                    write!(f, ",stop={l}")?;
+                }
+                if let Some(ms) = ms {
+                    write!(f, ",ms={ms}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -171,5 +215,40 @@ impl Player for Softmax {
             }
         }
         moves[0]
+    }
+}
+
+/// The simulating bot: the static evaluator's top `k`, rolled out `plies` deep.
+pub struct SimBot {
+    eval: StaticBot,
+    table: Arc<WinTable>,
+    k: usize,
+    plies: usize,
+    iterations: u64,
+    stop: Option<StopLevel>,
+    ms: Option<u64>,
+}
+
+impl Player for SimBot {
+    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, rng: &mut Rng) -> Move {
+        // With the bag empty the opponent's rack is known: hand over to the endgame player
+        // (the static evaluator, with its going-out adjustments, until one exists).
+        if game.bag.is_empty() || self.k == 1 {
+            return self.eval.choose(ctx, game, mg, rng);
+        }
+        let moves = self.eval.best(ctx, game, mg, self.k).to_vec();
+        if moves.len() == 1 {
+            return moves[0];
+        }
+        let sim = Simulator { ctx, leaves: self.eval.leaves.clone(), table: &self.table };
+        let cfg = SimConfig {
+            candidates: self.k,
+            plies: self.plies,
+            iterations: self.iterations,
+            stop: self.stop,
+            seed: rng.next_u64(),
+            time_limit: self.ms.map(std::time::Duration::from_millis),
+        };
+        sim.run_moves(game, moves, &cfg, &|_| {}).candidates[0].mv
     }
 }

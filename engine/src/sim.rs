@@ -33,6 +33,8 @@ pub struct SimConfig {
     /// iterations, cutting nothing.
     pub stop: Option<StopLevel>,
     pub seed: u64,
+    /// Stop after this long (checked between blocks). Results then depend on the machine.
+    pub time_limit: Option<std::time::Duration>,
 }
 
 /// The established engines' stopping levels.
@@ -137,7 +139,8 @@ impl Simulator<'_> {
         // they hold seven tiles, or all that is unseen when fewer remain.
         let opp_len = unseen.len().min(crate::movegen::RACK_SIZE);
         let mut done = 0;
-        while done < cfg.iterations && (cands.iter().filter(|c| !c.cut).count() > 1 || cfg.stop.is_none()) {
+        let deadline = cfg.time_limit.map(|t| std::time::Instant::now() + t);
+        while done < cfg.iterations && (cands.iter().filter(|c| !c.cut).count() > 1 || cfg.stop.is_none()) && deadline.is_none_or(|d| std::time::Instant::now() < d) {
             let n = BLOCK.min(cfg.iterations - done);
             let active: Vec<bool> = cands.iter().map(|c| !c.cut).collect();
             let results: Vec<Vec<Option<(f64, f64)>>> = (done..done + n)

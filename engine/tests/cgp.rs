@@ -25,7 +25,7 @@ fn cgp_round_trips_through_self_play_positions() {
     let lex = enable();
     let mut mg = Generator::new();
     let mut game = engine::game::Game::new(dist(), 5);
-    let mut bots = [engine::bots::BotSpec::Greedy.build(None), engine::bots::BotSpec::Greedy.build(None)];
+    let mut bots = [engine::bots::BotSpec::Greedy.build(None, None).unwrap(), engine::bots::BotSpec::Greedy.build(None, None).unwrap()];
     let mut rng = engine::rng::Rng::new(5);
     while !game.is_over() {
         let text = write(&game, dist());

@@ -11,7 +11,7 @@ use engine::movegen::{Generator, Mode, Request};
 use engine::moves::{Kind, Move};
 
 fn bots(a: &str, b: &str) -> [Box<dyn Player>; 2] {
-    [BotSpec::parse(a).unwrap().build(None), BotSpec::parse(b).unwrap().build(None)]
+    [BotSpec::parse(a).unwrap().build(None, None).unwrap(), BotSpec::parse(b).unwrap().build(None, None).unwrap()]
 }
 
 #[test]

@@ -44,7 +44,7 @@ fn mangled_positions_and_game_logs_never_panic() {
     let lex = enable();
     let mut rng = Rng::new(17);
     let mut mg = engine::movegen::Generator::new();
-    let rec = engine::autoplay::play_leg(ctx(lex), &mut [engine::bots::BotSpec::Greedy.build(None), engine::bots::BotSpec::Greedy.build(None)], 1, 0, 0, &mut mg);
+    let rec = engine::autoplay::play_leg(ctx(lex), &mut [engine::bots::BotSpec::Greedy.build(None, None).unwrap(), engine::bots::BotSpec::Greedy.build(None, None).unwrap()], 1, 0, 0, &mut mg);
     let gcg = write_gcg(&rec.game, ["a", "b"], dist());
     let cgp = engine::cgp::write(&rec.game, dist());
     for _ in 0..400 {

@@ -20,7 +20,7 @@ fn data() -> (Arc<Klv>, WinTable) {
 }
 
 fn cfg(iterations: u64, seed: u64) -> SimConfig {
-    SimConfig { candidates: 6, plies: 2, iterations, stop: None, seed }
+    SimConfig { candidates: 6, plies: 2, iterations, stop: None, seed, time_limit: None }
 }
 
 fn on(threads: usize, f: impl FnOnce() -> SimResult + Send) -> SimResult {
@@ -99,7 +99,7 @@ fn an_obvious_best_move_wins_and_is_never_cut() {
     let (small, bingo) = (moves[0], *moves.last().unwrap());
     assert!(bingo.score >= 60 && small.score <= 6, "{} vs {}", bingo.score, small.score);
     for seed in 0..5 {
-        let c = SimConfig { candidates: 2, plies: 2, iterations: 2000, stop: Some(StopLevel::S99), seed };
+        let c = SimConfig { candidates: 2, plies: 2, iterations: 2000, stop: Some(StopLevel::S99), seed, time_limit: None };
         let r = on(2, || sim.run_moves(&g, vec![small, bingo], &c, &|_| {}));
         assert_eq!(r.candidates[0].mv, bingo, "seed {seed}");
         assert!(!r.candidates[0].cut);
@@ -129,7 +129,7 @@ fn game_ends_inside_rollouts_are_scored_exactly() {
         if g.is_over() {
             continue;
         }
-        let c = SimConfig { candidates: 4, plies: 20, iterations: 64, stop: None, seed };
+        let c = SimConfig { candidates: 4, plies: 20, iterations: 64, stop: None, seed, time_limit: None };
         let r = on(2, || sim.run(&g, &c, &|_| {}));
         for cand in &r.candidates {
             let twice = cand.win.mean() * 2.0 * cand.win.n as f64;
@@ -138,4 +138,18 @@ fn game_ends_inside_rollouts_are_scored_exactly() {
         found += 1;
     }
     assert!(found >= 10);
+}
+
+#[test]
+fn sim_bot_specs() {
+    use engine::bots::BotSpec;
+    let b = BotSpec::parse("sim:k=5,plies=1,iterations=64,stop=99").unwrap();
+    assert_eq!(b, BotSpec::Sim { k: 5, plies: 1, iterations: 64, stop: Some(99), ms: None });
+    assert_eq!(BotSpec::parse(&b.to_string()).unwrap(), b);
+    assert_eq!(BotSpec::parse("sim").unwrap().to_string(), "sim:k=15,plies=2,iterations=300");
+    for (bad, word) in [("sim:k=0", "k must"), ("sim:stop=97", "stop must"), ("sim:depth=3", "unknown parameter"), ("sim:plies=99", "plies must")] {
+        let e = BotSpec::parse(bad).unwrap_err();
+        assert!(e.message.contains(word), "{bad}: {e}");
+    }
+    assert!(b.build(None, None).is_err(), "a simulating bot needs a win-probability table");
 }

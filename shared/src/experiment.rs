@@ -102,6 +102,7 @@ struct MatchSection {
 pub struct Artifacts {
     pub lexicon: Option<String>,
     pub leaves: Option<String>,
+    pub winpct: Option<String>,
 }
 
 /// One grid axis: a parameter and the values it takes.
@@ -169,7 +170,7 @@ impl ExperimentSpec {
                 return err("sprt", "alpha and beta must be between 0 and 0.5");
             }
         }
-        for (field, a) in [("artifacts.lexicon", &f.artifacts.lexicon), ("artifacts.leaves", &f.artifacts.leaves)] {
+        for (field, a) in [("artifacts.lexicon", &f.artifacts.lexicon), ("artifacts.leaves", &f.artifacts.leaves), ("artifacts.winpct", &f.artifacts.winpct)] {
             if a.as_ref().is_some_and(|h| h.len() != 64 || !h.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())) {
                 return err(field, "must be a lowercase hex sha256");
             }

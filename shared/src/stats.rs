@@ -25,6 +25,9 @@ pub struct MatchTally {
     /// Games won / drawn by whoever moved first.
     pub first_wins: u64,
     pub first_draws: u64,
+    /// Microseconds each bot spent choosing its moves (machine-dependent, unlike the rest).
+    #[serde(default)]
+    pub micros: [u64; 2],
 }
 
 impl MatchTally {
@@ -48,6 +51,7 @@ impl MatchTally {
                 let bot = o.seat_bot[seat];
                 t.bingos[bot] += o.bingos[seat] as u64;
                 t.turns[bot] += o.turns[seat] as u64;
+                t.micros[bot] += o.micros[seat];
             }
             match o.scores[0].cmp(&o.scores[1]) {
                 std::cmp::Ordering::Greater => t.first_wins += 1,
@@ -73,6 +77,7 @@ impl MatchTally {
             self.score[b] += o.score[b];
             self.bingos[b] += o.bingos[b];
             self.turns[b] += o.turns[b];
+            self.micros[b] += o.micros[b];
         }
         self.first_wins += o.first_wins;
         self.first_draws += o.first_draws;
@@ -123,6 +128,11 @@ impl MatchTally {
 
     pub fn mean_bingos(&self, b: usize) -> f64 {
         self.bingos[b] as f64 / self.games.max(1) as f64
+    }
+
+    /// Milliseconds bot `b` spent per move.
+    pub fn ms_per_move(&self, b: usize) -> f64 {
+        self.micros[b] as f64 / 1000.0 / self.turns[b].max(1) as f64
     }
 
     pub fn points_per_turn(&self, b: usize) -> f64 {
@@ -206,7 +216,7 @@ mod tests {
     #[test]
     fn outcomes_from_the_first_bots_view() {
         use engine::autoplay::Outcome;
-        let g = |id, seat_bot, scores| Outcome { id, seat_bot, scores, bingos: [1, 0], turns: [10, 9] };
+        let g = |id, seat_bot, scores| Outcome { id, seat_bot, scores, bingos: [1, 0], turns: [10, 9], micros: [0, 0] };
         // Pair 0: bot 0 wins leg 0 (first), draws leg 1. Pair 1: bot 1 wins both.
         let t = MatchTally::from_outcomes(&[g(0, [0, 1], [400, 300]), g(1, [1, 0], [350, 350]), g(2, [0, 1], [300, 420]), g(3, [1, 0], [410, 330])]);
         assert_eq!((t.games, t.wins, t.draws, t.losses), (4, 1, 1, 2));

@@ -7,6 +7,7 @@ use engine::autoplay::{play_leg, GameRecord};
 use engine::bots::{BotSpec, Player};
 use engine::gcg::{write_csv, write_gcg, CSV_HEADER};
 use engine::leaves::Klv;
+use engine::winpct::WinTable;
 use engine::movegen::Generator;
 use engine::stats::Summary;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -38,6 +39,9 @@ pub struct Args {
     /// Leave table (`.klv2`; default: the shipped table).
     #[arg(long)]
     leaves: Option<PathBuf>,
+    /// Win-probability table for `sim` bots (`.wpt`; default: lexica/enable.wpt).
+    #[arg(long)]
+    wintable: Option<PathBuf>,
     /// Write one `.gcg` per game and `turns.csv` here.
     #[arg(long)]
     log_dir: Option<PathBuf>,
@@ -51,6 +55,8 @@ pub struct Match<'a> {
     pub data: &'a Data,
     pub specs: [BotSpec; 2],
     pub leaves: Option<Arc<Klv>>,
+    /// Win-probability table, for simulating bots.
+    pub table: Option<Arc<WinTable>>,
     pub seed: u64,
     /// Games `first_game..first_game + games` of the run (game `2p + leg` is pair `p`'s leg).
     pub first_game: u64,
@@ -59,16 +65,18 @@ pub struct Match<'a> {
 }
 
 impl Match<'_> {
-    fn bots(&self) -> [Box<dyn Player>; 2] {
-        [self.specs[0].build(self.leaves.clone()), self.specs[1].build(self.leaves.clone())]
+    fn bots(&self) -> Result<[Box<dyn Player>; 2]> {
+        Ok([self.specs[0].build(self.leaves.clone(), self.table.clone())?, self.specs[1].build(self.leaves.clone(), self.table.clone())?])
     }
 
     /// Play all games on the current rayon pool; `each` sees every finished game, in no
     /// particular order.
     pub fn play(&self, each: &(dyn Fn(&GameRecord) -> Result<()> + Sync)) -> Result<()> {
         let ctx = self.data.ctx();
+        // Building fails only for missing data; find out before the threads do.
+        self.bots()?;
         (self.first_game..self.first_game + self.games).into_par_iter().try_for_each_init(
-            || (self.bots(), Generator::new()),
+            || (self.bots().expect("built once above"), Generator::new()),
             |(bots, mg), i| {
                 let (pair, leg) = if self.paired { (i / 2, (i % 2) as usize) } else { (i, (i % 2) as usize) };
                 each(&play_leg(ctx, bots, self.seed, pair, leg, mg))
@@ -90,11 +98,15 @@ pub fn run(a: Args) -> Result<()> {
     if leaves.is_none() && specs.iter().any(BotSpec::uses_leaves) {
         eprintln!("warning: no leave table found; equity bots play on score alone");
     }
+    let table = match specs.iter().any(BotSpec::uses_wintable) {
+        true => Some(Arc::new(WinTable::load(&a.wintable.clone().unwrap_or_else(|| crate::data::lexica_dir().join("enable.wpt")))?)),
+        false => None,
+    };
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
     // Bots are named as given on the command line (the summary's lines come in bot order).
     let names = [a.bot1.clone(), a.bot2.clone()];
-    let m = Match { data: &data, specs, leaves, seed: a.seed, first_game: 0, games: a.games, paired: !a.unpaired };
+    let m = Match { data: &data, specs, leaves, table, seed: a.seed, first_game: 0, games: a.games, paired: !a.unpaired };
 
     let csv = match &a.log_dir {
         Some(dir) => {

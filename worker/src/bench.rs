@@ -43,7 +43,7 @@ pub fn run(a: Args) -> Result<()> {
 
     // Positions (with the static bot's leave values) from static-vs-static games.
     let eval = StaticBot::new(Some(klv.clone()));
-    let mut bots = [BotSpec::Static.build(Some(klv.clone())), BotSpec::Static.build(Some(klv.clone()))];
+    let mut bots = [BotSpec::Static.build(Some(klv.clone()), None)?, BotSpec::Static.build(Some(klv.clone()), None)?];
     let mut positions: Vec<(Game, RackLeaves)> = Vec::with_capacity(a.positions);
     let mut pair = 0;
     while positions.len() < a.positions {
@@ -88,7 +88,7 @@ pub fn run(a: Args) -> Result<()> {
     let sim = engine::sim::Simulator { ctx, leaves: Some(klv.clone()), table: &table };
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
     let midgame: Vec<&Game> = positions.iter().map(|(g, _)| g).filter(|g| g.bag.len() >= 14 && !g.history.is_empty()).step_by(7).take(a.sim_positions).collect();
-    let cfg = |seed| engine::sim::SimConfig { candidates: 15, plies: 2, iterations: engine::sim::BLOCK, stop: None, seed };
+    let cfg = |seed| engine::sim::SimConfig { candidates: 15, plies: 2, iterations: engine::sim::BLOCK, stop: None, seed, time_limit: None };
     let start = Instant::now();
     let rollouts: u64 = one.install(|| midgame.iter().enumerate().map(|(i, g)| sim.run(g, &cfg(i as u64), &|_| {})).map(|r| r.iterations * r.candidates.len() as u64).sum());
     let secs = start.elapsed().as_secs_f64();
@@ -97,7 +97,7 @@ pub fn run(a: Args) -> Result<()> {
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     for t in [1, threads] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
-        let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves: Some(klv.clone()), seed: a.seed, first_game: 0, games: a.games, paired: true };
+        let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves: Some(klv.clone()), table: None, seed: a.seed, first_game: 0, games: a.games, paired: true };
         let start = Instant::now();
         pool.install(|| m.play(&|_| Ok(())))?;
         let secs = start.elapsed().as_secs_f64();

@@ -49,7 +49,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
             let mut table: Option<Arc<Klv>> = None;
             for it in 0..iterations {
-                let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves: table.clone(), seed: derive(seed, it as u64), first_game: 0, games, paired: false };
+                let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves: table.clone(), table: None, seed: derive(seed, it as u64), first_game: 0, games, paired: false };
                 let samples = Mutex::new(Samples::new(&data.dist));
                 let bar = ProgressBar::new(games).with_style(ProgressStyle::with_template(&format!("iteration {}/{iterations} {{bar:40}} {{pos}}/{{len}} games  eta {{eta}}", it + 1)).expect("valid template"));
                 pool.install(|| {

@@ -60,7 +60,7 @@ pub fn run(a: Args) -> Result<()> {
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
     let sim = Simulator { ctx: data.ctx(), leaves, table: &table };
-    let cfg = SimConfig { candidates: a.candidates, plies: a.plies, iterations: a.iterations, stop, seed: a.seed };
+    let cfg = SimConfig { candidates: a.candidates, plies: a.plies, iterations: a.iterations, stop, seed: a.seed, time_limit: None };
     let bar = ProgressBar::new(a.iterations).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} iterations  {per_sec}").expect("valid template"));
     let start = Instant::now();
     let result = pool.install(|| sim.run(&game, &cfg, &|done| bar.set_position(done)));

@@ -269,6 +269,7 @@ async fn nap(d: Duration, quit: &AtomicU8) {
 struct Loaded {
     data: Data,
     leaves: Option<Arc<Klv>>,
+    table: Option<Arc<engine::winpct::WinTable>>,
 }
 
 /// Fetch the artifacts not in the cache (verifying each sha256), then load them.
@@ -304,7 +305,11 @@ async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], qui
         Some(p) => Some(Arc::new(Klv::load(p)?)),
         None => None,
     };
-    Ok(Loaded { data: Data { dist, layout, kwg }, leaves })
+    let table = match paths.get("winpct") {
+        Some(p) => Some(Arc::new(engine::winpct::WinTable::load(p)?)),
+        None => None,
+    };
+    Ok(Loaded { data: Data { dist, layout, kwg }, leaves, table })
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -423,7 +428,7 @@ struct Cancelled;
 /// Play a match job on the current rayon pool; `cancel` stops it between games.
 fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> {
     let specs = [BotSpec::parse(&job.bot1)?, BotSpec::parse(&job.bot2)?];
-    let m = Match { data: &loaded.data, specs, leaves: loaded.leaves.clone(), seed: job.seed, first_game: 2 * job.first_pair, games: 2 * job.pairs, paired: true };
+    let m = Match { data: &loaded.data, specs, leaves: loaded.leaves.clone(), table: loaded.table.clone(), seed: job.seed, first_game: 2 * job.first_pair, games: 2 * job.pairs, paired: true };
     let names = [job.bot1.as_str(), job.bot2.as_str()];
     let games: Mutex<Vec<(u64, engine::autoplay::Outcome, String, String)>> = Mutex::new(Vec::with_capacity(m.games as usize));
     let r = m.play(&|rec: &GameRecord| {

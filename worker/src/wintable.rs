@@ -48,7 +48,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
             let leaves = load_leaves(None)?.map(Arc::new);
             let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
-            let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves, seed, first_game: 0, games, paired: false };
+            let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves, table: None, seed, first_game: 0, games, paired: false };
             // Counts are integers, so the table does not depend on the order games finish in.
             let samples = Mutex::new(WinSamples::new(&data.dist));
             let bar = ProgressBar::new(games).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} games  eta {eta}").expect("valid template"));

@@ -194,3 +194,13 @@ fn sim_table_is_the_same_on_one_and_two_threads() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--stop"));
 }
+
+#[test]
+fn sim_bot_plays_the_same_games_on_any_thread_count() {
+    let run = |threads: &str| {
+        let o = worker(&["autoplay", "--lexicon", &enable_txt(), "--bot1", "sim:k=3,plies=1,iterations=16", "--bot2", "static", "--games", "2", "--seed", "5", "--threads", threads]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o).lines().filter(|l| !l.starts_with("Seed:")).map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(run("1"), run("2"));
+}

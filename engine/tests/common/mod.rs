@@ -81,7 +81,7 @@ pub fn positions(lex: &Lex, count: usize, seed: u64) -> Vec<(Board, Vec<u8>)> {
         let deal = derive(seed, g);
         g += 1;
         let mut game = Game::new(dist(), deal);
-        let mut bots = [BotSpec::parse("softmax:t=4,bag=0").unwrap().build(None), BotSpec::parse("greedy").unwrap().build(None)];
+        let mut bots = [BotSpec::parse("softmax:t=4,bag=0").unwrap().build(None, None).unwrap(), BotSpec::parse("greedy").unwrap().build(None, None).unwrap()];
         let mut rng = Rng::new(deal);
         while !game.is_over() && out.len() < count {
             let mut rack = game.racks[game.on_turn].clone();
