@@ -21,6 +21,20 @@ bot2 = "static"
 "bot1.bag" = [20, 60, 86]
 "#;
 
+/// A tiny sim-tuning grid: candidate count x plies for the simulating bot.
+const SIM: &str = r#"
+name = "dashboard sim grid"
+kind = "match"
+games = 4
+seed = 6
+[match]
+bot1 = "sim:iterations=8"
+bot2 = "static"
+[grid]
+"bot1.k" = [2, 4]
+"bot1.plies" = [1, 2]
+"#;
+
 const SPRT: &str = r#"
 name = "dashboard sprt"
 kind = "match"
@@ -69,9 +83,11 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     let dir = Scratch::new("dash");
     let grid = submit(&coord.url, &token, &experiment_file(&dir.0, "grid.toml", GRID))?;
     let sprt = submit(&coord.url, &token, &experiment_file(&dir.0, "sprt.toml", SPRT))?;
+    let sim = submit(&coord.url, &token, &experiment_file(&dir.0, "sim.toml", SIM))?;
     let mut w = volunteer(&coord.url, "dash-volunteer", &dir.0.join("w"), &["--exit-when-idle", "--threads", "2"])?;
     let g = wait_for_status(&coord.url, grid, &["finished"], Duration::from_secs(180)).await?;
     let s = wait_for_status(&coord.url, sprt, &["finished"], Duration::from_secs(180)).await?;
+    let sg = wait_for_status(&coord.url, sim, &["finished"], Duration::from_secs(180)).await?;
     assert!(tokio::task::block_in_place(|| w.wait())?.success());
 
     // The SPRT stopped its cell early, and says why.
@@ -84,10 +100,10 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     let profile = dir.0.join("chromium");
     // Experiments list: both, finished, with links.
     let list = dump_dom(&coord.url, &profile)?;
-    assert_eq!(count(&list, "class=\"experiment\""), 2, "{list}");
+    assert_eq!(count(&list, "class=\"experiment\""), 3, "{list}");
     assert!(list.contains("dashboard grid") && list.contains("dashboard sprt"));
     assert!(list.contains(&format!("href=\"/experiments/{grid}\"")));
-    assert_eq!(count(&list, "<span class=\"status finished\">finished</span>"), 2);
+    assert_eq!(count(&list, "<span class=\"status finished\">finished</span>"), 3);
     assert!(!list.contains("http-equiv=\"refresh\""), "finished pages stop reloading");
 
     // The grid: six cells in the table, the plot and the heatmap, with the API's numbers.
@@ -114,10 +130,19 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     assert!(page.contains("SPRT accepted H0"), "stop reason shown");
     assert!(page.contains("status stopped"));
 
+    // The sim grid, played by the volunteer: a heatmap of win rate, interval and time a move.
+    let page = dump_dom(&format!("{}/experiments/{sim}", coord.url), &profile)?;
+    assert_eq!(count(&page, "<g class=\"hcell\""), 4);
+    for c in sg["cells"].as_array().unwrap() {
+        let ms = c["ms_per_move"][0].as_f64().unwrap();
+        assert!(ms > 0.0, "the simulating bot's time is measured: {c}");
+        assert!(page.contains(&format!("{ms:.1} ms/move")), "heatmap shows {ms:.1} ms/move");
+    }
+
     // Workers: the volunteer, with every game it played.
     let workers = dump_dom(&format!("{}/workers", coord.url), &profile)?;
     assert!(workers.contains("dash-volunteer"));
-    let played = 120 + cell["games"].as_u64().unwrap();
+    let played = 120 + 16 + cell["games"].as_u64().unwrap();
     assert!(workers.contains(&format!("<td class=\"games\">{played}</td>")), "{played} games: {workers}");
 
     // A running experiment's page reloads itself.
