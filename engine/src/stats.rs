@@ -31,6 +31,7 @@ pub struct Summary {
     score_sq: [f64; 2],
     bingos: [u64; 2],
     turns: [u64; 2],
+    micros: [u64; 2],
     went_first: [u64; 2],
     first_wins: f64,
     spread_sum: f64,
@@ -56,6 +57,7 @@ impl Summary {
             let b = r.seat_bot[seat];
             self.turns[b] += r.turns[seat] as u64;
             self.bingos[b] += r.bingos[seat] as u64;
+            self.micros[b] += r.micros[seat];
         }
         let pair = r.id / 2;
         match self.pending.remove(&pair) {
@@ -109,6 +111,9 @@ impl Summary {
         for (b, name) in names.iter().enumerate() {
             let ppt = self.score_sum[b] / self.turns[b].max(1) as f64;
             let _ = writeln!(s, "{name} Mean Points Per Turn: {ppt:.2}");
+        }
+        for (b, name) in names.iter().enumerate() {
+            let _ = writeln!(s, "{name} Mean Time Per Move: {:.2} ms", self.micros[b] as f64 / 1000.0 / self.turns[b].max(1) as f64);
         }
         let _ = writeln!(s, "{} went first: {} ({:.3}%)", names[0], self.went_first[0], 100.0 * self.went_first[0] as f64 / n);
         let _ = writeln!(s, "Player who went first wins: {} ({:.3}%)", self.first_wins, 100.0 * self.first_wins / n);
