@@ -183,30 +183,47 @@ fn short_label(d: &Detail, c: &CellView) -> String {
     if l.len() > 18 { format!("#{}", c.index) } else { l }
 }
 
+/// A win-rate axis for a plot: the data's range rounded out to 5% steps (at least 45-55%),
+/// gridlines every 5% with labels, and the dashed 50% line. The plot area starts 10 px down.
+struct RateAxis {
+    lo: f64,
+    hi: f64,
+    height: f64,
+}
+
+impl RateAxis {
+    fn new(values: impl Iterator<Item = f64>, height: f64) -> Self {
+        let (lo, hi) = values.fold((0.45f64, 0.55f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        let lo = (((lo - 0.02) * 20.0).floor() / 20.0).max(0.0);
+        let hi = (((hi + 0.02) * 20.0).ceil() / 20.0).min(1.0);
+        Self { lo, hi, height }
+    }
+
+    /// Pixel row of a rate (clamped to the axis).
+    fn y(&self, p: f64) -> f64 {
+        10.0 + self.height * (1.0 - (p.clamp(self.lo, self.hi) - self.lo) / (self.hi - self.lo))
+    }
+
+    fn draw(&self, s: &mut String, left: f64, right: f64) {
+        let mut t = self.lo;
+        while t <= self.hi + 1e-9 {
+            let _ = write!(s, "<line class=\"grid\" x1=\"{left}\" x2=\"{right}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text x=\"{}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{:.0}%</text>", left - 4.0, self.y(t) + 4.0, 100.0 * t, y = self.y(t));
+            t += 0.05;
+        }
+        let _ = write!(s, "<line class=\"even\" x1=\"{left}\" x2=\"{right}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>", y = self.y(0.5));
+    }
+}
+
 /// Points with 95% error bars, one per cell, and the 50% line.
 fn winrate_plot(d: &Detail) -> String {
     let n = d.cells.len().max(1);
     let (w, h, left, bottom) = ((120 + 56 * n).clamp(360, 1200) as f64, 280.0, 90.0, 70.0);
-    let (mut lo, mut hi) = (0.45f64, 0.55f64);
-    for c in &d.cells {
-        if let (Some(a), Some(b)) = (c.ci_low, c.ci_high) {
-            lo = lo.min(a);
-            hi = hi.max(b);
-        }
-    }
-    let (lo, hi) = (((lo - 0.02) * 20.0).floor() / 20.0, ((hi + 0.02) * 20.0).ceil() / 20.0);
-    let (lo, hi) = (lo.max(0.0), hi.min(1.0));
-    let plot_h = h - bottom - 10.0;
-    let y = |p: f64| 10.0 + plot_h * (1.0 - (p - lo) / (hi - lo));
+    let axis = RateAxis::new(d.cells.iter().flat_map(|c| [c.ci_low, c.ci_high]).flatten(), h - bottom - 10.0);
+    let y = |p: f64| axis.y(p);
     let step = (w - left - 10.0) / n as f64;
     let x = |i: usize| left + step * (i as f64 + 0.5);
     let mut s = format!("<svg id=\"winrate\" class=\"plot\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"win rate per cell\">");
-    let mut t = lo;
-    while t <= hi + 1e-9 {
-        let _ = write!(s, "<line class=\"grid\" x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text x=\"{}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{:.0}%</text>", w - 10.0, left - 4.0, y(t) + 4.0, 100.0 * t, y = y(t));
-        t += 0.05;
-    }
-    let _ = write!(s, "<line class=\"even\" x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>", w - 10.0, y = y(0.5));
+    axis.draw(&mut s, left, w - 10.0);
     for (i, c) in d.cells.iter().enumerate() {
         let label = esc(&cell_label(d, c));
         let _ = write!(s, "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" transform=\"rotate(-35 {:.1} {:.1})\">{}</text>", x(i), h - bottom + 14.0, x(i), h - bottom + 14.0, esc(&short_label(d, c)));
@@ -243,19 +260,11 @@ fn convergence_plot(d: &Detail, h: &experiments::History) -> String {
     let (w, ht, left, bottom) = (760.0, 280.0, 60.0, 36.0);
     let max_games = h.convergence.iter().flatten().map(|p| p.0).max().unwrap_or(1).max(1) as f64;
     let settled = || h.convergence.iter().flatten().filter(|p| p.0 as f64 >= max_games / 10.0).map(|p| p.1);
-    let lo = settled().fold(0.45f64, f64::min);
-    let hi = settled().fold(0.55f64, f64::max);
-    let (lo, hi) = ((((lo - 0.02) * 20.0).floor() / 20.0).max(0.0), (((hi + 0.02) * 20.0).ceil() / 20.0).min(1.0));
-    let plot_h = ht - bottom - 10.0;
+    let axis = RateAxis::new(settled(), ht - bottom - 10.0);
     let x = |g: f64| left + (w - left - 10.0) * g / max_games;
-    let y = |p: f64| 10.0 + plot_h * (1.0 - (p.clamp(lo, hi) - lo) / (hi - lo));
+    let y = |p: f64| axis.y(p);
     let mut s = format!("<svg id=\"convergence\" class=\"plot\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"win rate as games came in\">");
-    let mut t = lo;
-    while t <= hi + 1e-9 {
-        let _ = write!(s, "<line class=\"grid\" x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text x=\"{}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{:.0}%</text>", w - 10.0, left - 4.0, y(t) + 4.0, 100.0 * t, y = y(t));
-        t += 0.05;
-    }
-    let _ = write!(s, "<line class=\"even\" x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>", w - 10.0, y = y(0.5));
+    axis.draw(&mut s, left, w - 10.0);
     let _ = write!(s, "<text class=\"tick\" x=\"{left}\" y=\"{}\">0</text><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{max_games} games</text>", ht - bottom + 14.0, w - 10.0, ht - bottom + 14.0);
     for (i, points) in h.convergence.iter().enumerate() {
         if points.is_empty() {
