@@ -99,7 +99,7 @@ pub fn run(a: Args) -> Result<()> {
         eprintln!("warning: no leave table found; equity bots play on score alone");
     }
     let table = match specs.iter().any(BotSpec::uses_wintable) {
-        true => Some(Arc::new(WinTable::load(&a.wintable.clone().unwrap_or_else(|| crate::data::lexica_dir().join("enable.wpt")))?)),
+        true => Some(Arc::new(crate::data::load_wintable(a.wintable.as_deref())?)),
         false => None,
     };
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

@@ -99,3 +99,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot rename into place", path.display()))?;
     Ok(())
 }
+
+/// A win-probability table: `path`, or the shipped `lexica/enable.wpt`.
+pub fn load_wintable(path: Option<&Path>) -> Result<engine::winpct::WinTable> {
+    let path = path.map_or_else(|| lexica_dir().join("enable.wpt"), Path::to_path_buf);
+    Ok(engine::winpct::WinTable::load(&path)?)
+}

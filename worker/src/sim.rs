@@ -1,11 +1,10 @@
 //! `worker sim`: simulate a position and print the candidate table, best first.
 
-use crate::data::{lexica_dir, load_leaves, DataArgs};
+use crate::data::{load_leaves, DataArgs};
 use anyhow::{bail, Context, Result};
 use engine::cgp::Position;
 use engine::leavegen::leave_of;
 use engine::sim::{SimConfig, Simulator, StopLevel};
-use engine::winpct::WinTable;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -52,7 +51,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     let data = a.data.load()?;
     let leaves = load_leaves(a.leaves.as_deref())?.map(Arc::new);
-    let table = WinTable::load(&a.wintable.unwrap_or_else(|| lexica_dir().join("enable.wpt")))?;
+    let table = crate::data::load_wintable(a.wintable.as_deref())?;
     let game = Position::parse(&a.cgp, &data.dist)?.into_game(&data.kwg, &data.dist, a.seed);
     if game.racks[game.on_turn].is_empty() {
         bail!("--cgp: the player on turn has no tiles");

@@ -2,10 +2,10 @@
 //! probabilities up.
 
 use crate::autoplay::Match;
-use crate::data::{lexica_dir, load_leaves, write_atomic, DataArgs};
+use crate::data::{load_leaves, write_atomic, DataArgs};
 use anyhow::{bail, Result};
 use engine::bots::BotSpec;
-use engine::winpct::{WinSamples, WinTable};
+use engine::winpct::WinSamples;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -71,8 +71,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
             crate::emit(&format!("{} positions from {games} games -> {}\n", samples.positions(), out.display()))
         }
         Cmd::Show { table, unseen, spread } => {
-            let path = table.unwrap_or_else(|| lexica_dir().join("enable.wpt"));
-            let t = WinTable::load(&path)?;
+            let t = crate::data::load_wintable(table.as_deref())?;
             if unseen > t.unseen_max() {
                 bail!("--unseen: at most {}", t.unseen_max());
             }
