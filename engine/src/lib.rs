@@ -5,6 +5,7 @@ pub mod autoplay;
 pub mod board;
 pub mod bots;
 pub mod cgp;
+pub mod endgame;
 pub mod error;
 pub mod game;
 pub mod gcg;

@@ -6,6 +6,7 @@ mod autoplay;
 mod bench;
 mod client;
 mod data;
+mod endgame;
 mod leaves;
 mod lexicon;
 mod loadtest;
@@ -38,6 +39,10 @@ enum Command {
     Movegen(movegen::Args),
     /// Simulate a position: the static evaluator's top candidates, rolled out.
     Sim(sim::Args),
+    /// Solve an endgame (bag empty) exactly: value, best sequence, nodes.
+    Endgame(endgame::Args),
+    /// Print seeded endgame positions (the bag just emptied in static self-play), one CGP a line.
+    EndgameSet(endgame::SetArgs),
     /// Play bots against each other on paired deals.
     Autoplay(autoplay::Args),
     /// Generate and inspect leave tables.
@@ -70,6 +75,8 @@ fn main() -> ExitCode {
         Command::Lexicon(c) => lexicon::run(c),
         Command::Movegen(a) => movegen::run(a),
         Command::Sim(a) => sim::run(a),
+        Command::Endgame(a) => endgame::run(a),
+        Command::EndgameSet(a) => endgame::run_set(a),
         Command::Autoplay(a) => autoplay::run(a),
         Command::Leaves(c) => leaves::run(c),
         Command::Bench(a) => bench::run(a),

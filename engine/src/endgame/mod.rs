@@ -1,0 +1,587 @@
+//! Exhaustive endgame solving: with the bag empty both racks are known, and the game is solved
+//! by negamax with alpha-beta over (board, both racks, side to move, scoreless turns).
+//!
+//! - Iterative deepening; each depth is searched with an aspiration window around the last
+//!   value, and the table's best move is tried first, so the previous depth orders the next.
+//! - Move ordering: going out first (score + twice the opponent's rack), then by score, with
+//!   more tiles favoured below the first two plies.
+//! - A transposition table ([`tt::Table`]) keyed by Zobrist hashes stores values *without* the
+//!   spread at the node, so a position reached with different scores shares its entry.
+//! - A search that never met the depth horizon is exact; entries from such searches are marked
+//!   solved and used at any depth. Deepening stops once the root is solved.
+//! - Lazy SMP: helper threads search the same root at jittered depths and move orders, sharing
+//!   the table; the main thread's result is the answer, so the value never depends on them.
+//!
+//! Rules are the game's ([`crate::game`]): going out scores twice the opponent's rack; six
+//! scoreless turns in a row end the game with each rack's value taken from its owner.
+
+pub mod sets;
+pub mod tt;
+
+use crate::board::{Board, ACROSS, DIM};
+use crate::game::{Game, MAX_SCORELESS_TURNS};
+use crate::leaves::RackLeaves;
+use crate::movegen::{Ctx, Generator, Mode, Request, RACK_SIZE};
+use crate::moves::{Kind, Move};
+use crate::rng::{mix, Rng};
+use crate::tiles::{letter_of, BLANK_BIT};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+use thiserror::Error;
+use tt::{Bound, Entry, Table};
+
+/// Beyond any reachable spread.
+const INF: i32 = 30_000;
+/// Deepest iteration (also bounded by the tiles left: see `max_plies`).
+const MAX_DEPTH: u8 = 250;
+/// Nodes between clock and stop-flag checks.
+const CHECK_EVERY: u64 = 1024;
+/// Half-width of the aspiration window around the previous depth's value, in points.
+const ASPIRATION: i32 = 8;
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Deepest iteration; `None`: until solved (or out of time).
+    pub plies: Option<u8>,
+    pub threads: usize,
+    /// Stop deepening after this long and answer from the last complete depth.
+    pub time_limit: Option<Duration>,
+    /// Only decide win, draw or loss: every depth searches the window (-1, 1), so the value
+    /// is exact only when it is 0, and otherwise just has the right sign.
+    pub win_only: bool,
+    /// Also give the exact value of this many first moves (the best ones by the search order).
+    pub first_moves: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { plies: None, threads: 1, time_limit: None, win_only: false, first_moves: 0 }
+    }
+}
+
+/// One completed depth, for progress lines.
+#[derive(Clone, Debug)]
+pub struct Depth {
+    pub depth: u8,
+    pub value: i32,
+    pub best: Move,
+    pub nodes: u64,
+    pub elapsed: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct Solution {
+    /// Final spread from the view of the player on turn (their score minus the other's,
+    /// scores so far included). With `win_only` a bound with the right sign.
+    pub value: i32,
+    /// The search reached the end of the game on every line it needed: `value` is the
+    /// game-theoretic value (the sign only, with `win_only`, unless it is 0).
+    pub exact: bool,
+    /// The best sequence from the root; when exact it is played to the end of the game.
+    pub pv: Vec<Move>,
+    /// Deepest completed iteration.
+    pub depth: u8,
+    /// Nodes searched by all threads.
+    pub nodes: u64,
+    pub elapsed: Duration,
+    /// (move, value) for `Options::first_moves` first moves, best first.
+    pub first_moves: Vec<(Move, i32)>,
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum EndgameError {
+    #[error("the bag holds {0} tiles; an endgame needs it empty")]
+    BagNotEmpty(usize),
+    #[error("the game is already over")]
+    GameOver,
+    #[error("a rack is empty: the game is already over")]
+    EmptyRack,
+}
+
+/// Zobrist keys: squares x board tiles (letter, or letter as a blank), each player's count of
+/// each tile kind, the side to move, the scoreless-turn count.
+struct Keys {
+    square: Vec<[u64; 128]>,
+    rack: [[[u64; RACK_SIZE + 1]; 64]; 2],
+    side: u64,
+    scoreless: [u64; MAX_SCORELESS_TURNS as usize + 1],
+}
+
+impl Keys {
+    fn new() -> Self {
+        let mut rng = Rng::new(0x1e_7a11_5eed);
+        let square = (0..DIM * DIM).map(|_| std::array::from_fn(|_| rng.next_u64())).collect();
+        // Count 0 contributes nothing, so a tile kind absent from a rack needs no key.
+        let rack = std::array::from_fn(|_| std::array::from_fn(|_| std::array::from_fn(|c| if c == 0 { 0 } else { rng.next_u64() })));
+        let side = rng.next_u64();
+        let scoreless = std::array::from_fn(|_| rng.next_u64());
+        Self { square, rack, side, scoreless }
+    }
+
+    #[inline]
+    fn tile(&self, sq: usize, tile: u8) -> u64 {
+        let code = letter_of(tile) as usize | if tile & BLANK_BIT != 0 { 64 } else { 0 };
+        self.square[sq][code]
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Rack {
+    tiles: [u8; RACK_SIZE],
+    len: u8,
+    /// Sum of the tiles' face values.
+    value: i32,
+}
+
+impl Rack {
+    fn tiles(&self) -> &[u8] {
+        &self.tiles[..self.len as usize]
+    }
+    fn count(&self, t: u8) -> usize {
+        self.tiles().iter().filter(|&&x| x == t).count()
+    }
+}
+
+/// A position of the search: everything that decides the rest of the game, plus the spread so
+/// far (kept out of the hash).
+#[derive(Clone)]
+struct Node {
+    board: Board,
+    racks: [Rack; 2],
+    mover: usize,
+    /// The mover's score minus the other's.
+    spread: i32,
+    scoreless: u8,
+    hash: u64,
+}
+
+/// What a move leads to.
+enum Next {
+    /// The game ended: the final spread from the view of the player who moved.
+    Over(i32),
+    Go(Box<Node>),
+}
+
+/// A 24-bit fingerprint of a move, to find the table's best move in a fresh move list.
+fn fingerprint(m: &Move) -> u32 {
+    let mut h = (m.kind as u64) << 40 | (m.dir as u64) << 32 | (m.lane as u64) << 24 | (m.start as u64) << 16 | m.len as u64;
+    for chunk in m.tiles.chunks(8) {
+        let mut w = 0u64;
+        for &b in chunk {
+            w = w << 8 | b as u64;
+        }
+        h = mix(h ^ w);
+    }
+    (mix(h) as u32 & 0xFF_FFFF) | 1
+}
+
+/// The solver: its table persists across solves (entries are keyed by the whole position, so
+/// what one solve learns is true in the next, e.g. the next move of the same endgame).
+pub struct Solver<'a> {
+    ctx: Ctx<'a>,
+    table: Table,
+    keys: Keys,
+}
+
+/// What every search thread shares.
+struct Shared<'s> {
+    ctx: Ctx<'s>,
+    table: &'s Table,
+    keys: &'s Keys,
+    stop: AtomicBool,
+    deadline: Option<Instant>,
+    nodes: AtomicU64,
+}
+
+impl<'a> Solver<'a> {
+    /// A solver whose transposition table takes at most `table_bytes`.
+    pub fn new(ctx: Ctx<'a>, table_bytes: usize) -> Self {
+        Self { ctx, table: Table::with_bytes(table_bytes), keys: Keys::new() }
+    }
+
+    pub fn table_bytes(&self) -> usize {
+        self.table.bytes()
+    }
+
+    /// Forget every stored result.
+    pub fn clear(&self) {
+        self.table.clear();
+    }
+
+    fn root(&self, game: &Game) -> Result<Node, EndgameError> {
+        if !game.bag.is_empty() {
+            return Err(EndgameError::BagNotEmpty(game.bag.len()));
+        }
+        if game.is_over() || game.scoreless >= MAX_SCORELESS_TURNS {
+            return Err(EndgameError::GameOver);
+        }
+        if game.racks.iter().any(|r| r.is_empty()) {
+            return Err(EndgameError::EmptyRack);
+        }
+        let me = game.on_turn;
+        let rack = |p: usize| {
+            let r = &game.racks[p];
+            let mut tiles = [0u8; RACK_SIZE];
+            tiles[..r.len()].copy_from_slice(r);
+            Rack { tiles, len: r.len() as u8, value: Game::rack_value(self.ctx.dist, r) }
+        };
+        let racks = [rack(me), rack(1 - me)];
+        let mut hash = self.keys.scoreless[game.scoreless as usize];
+        for (row, tiles) in game.board.rows().enumerate() {
+            for (col, &t) in tiles.iter().enumerate() {
+                if t != 0 {
+                    hash ^= self.keys.tile(row * DIM + col, t);
+                }
+            }
+        }
+        for (p, r) in racks.iter().enumerate() {
+            for t in 0..64u8 {
+                hash ^= self.keys.rack[p][t as usize][r.count(t)];
+            }
+        }
+        let spread = game.scores[me] - game.scores[1 - me];
+        Ok(Node { board: game.board.clone(), racks, mover: 0, spread, scoreless: game.scoreless, hash })
+    }
+
+    /// Solve the endgame of `game` (the bag must be empty) for the player on turn. `progress`
+    /// hears each completed depth of the main thread.
+    pub fn solve(&self, game: &Game, opts: &Options, progress: &(dyn Fn(&Depth) + Sync)) -> Result<Solution, EndgameError> {
+        let root = self.root(game)?;
+        let start = Instant::now();
+        let shared = Shared {
+            ctx: self.ctx,
+            table: &self.table,
+            keys: &self.keys,
+            stop: AtomicBool::new(false),
+            deadline: opts.time_limit.map(|t| start + t),
+            nodes: AtomicU64::new(0),
+        };
+        let max_depth = opts.plies.unwrap_or(MAX_DEPTH).clamp(1, MAX_DEPTH);
+        let threads = opts.threads.max(1);
+        let (mut sol, mut main) = std::thread::scope(|s| {
+            for id in 1..threads {
+                let (shared, root) = (&shared, &root);
+                s.spawn(move || {
+                    let mut helper = Search::new(shared, Some(Rng::new(id as u64)));
+                    // Half the helpers run one ply ahead, so the table fills deeper sooner.
+                    helper.deepen(root, max_depth, opts.win_only, (id % 2) as u8, &|_| {});
+                    helper.flush_nodes();
+                });
+            }
+            let mut main = Search::new(&shared, None);
+            let sol = main.deepen(&root, max_depth, opts.win_only, 0, &|d| progress(d));
+            shared.stop.store(true, Relaxed);
+            (sol, main)
+        });
+        shared.stop.store(false, Relaxed);
+        let mut iteration = sol.take().expect("depth 1 always completes");
+        if iteration.exact && !opts.win_only {
+            main.complete_pv(&root, &mut iteration.pv);
+        }
+        // Under a time limit that has run out, these come from depth-limited searches.
+        main.stopped = false;
+        let first_moves = if opts.first_moves > 0 { main.first_moves(&root, opts.first_moves, max_depth) } else { Vec::new() };
+        main.flush_nodes();
+        Ok(Solution {
+            value: iteration.value,
+            exact: iteration.exact,
+            pv: iteration.pv,
+            depth: iteration.depth,
+            nodes: shared.nodes.load(Relaxed),
+            elapsed: start.elapsed(),
+            first_moves,
+        })
+    }
+}
+
+/// The result of one completed iteration.
+struct Iteration {
+    value: i32,
+    exact: bool,
+    pv: Vec<Move>,
+    depth: u8,
+}
+
+/// One thread's search state.
+struct Search<'s> {
+    sh: &'s Shared<'s>,
+    mg: Generator,
+    /// Move lists by ply: (ordering estimate, move).
+    moves: Vec<Vec<(i32, Move)>>,
+    /// Triangular principal variation: `pv[ply]` is the best line found from that ply.
+    pv: Vec<Vec<Move>>,
+    nodes: u64,
+    /// Helpers jitter their move order.
+    jitter: Option<Rng>,
+    /// The clock ran out or the main thread finished: results from now on are discarded.
+    stopped: bool,
+    /// The main thread ignores the clock until depth 1 is done.
+    must_finish: bool,
+}
+
+impl<'s> Search<'s> {
+    fn new(sh: &'s Shared<'s>, jitter: Option<Rng>) -> Self {
+        Self { sh, mg: Generator::new(), moves: Vec::new(), pv: Vec::new(), nodes: 0, jitter, stopped: false, must_finish: false }
+    }
+
+    fn flush_nodes(&mut self) {
+        self.sh.nodes.fetch_add(self.nodes % CHECK_EVERY, Relaxed);
+        self.nodes -= self.nodes % CHECK_EVERY;
+    }
+
+    /// Iterative deepening from `root` until it is solved, `max_depth` or the stop flag; the
+    /// last completed iteration.
+    fn deepen(&mut self, root: &Node, max_depth: u8, win_only: bool, offset: u8, progress: &dyn Fn(&Depth)) -> Option<Iteration> {
+        let start = Instant::now();
+        let mut last: Option<Iteration> = None;
+        let mut depth = 1 + offset;
+        while depth <= max_depth {
+            self.must_finish = last.is_none() && self.jitter.is_none();
+            let (mut alpha, mut beta) = match &last {
+                _ if win_only => (-1, 1),
+                Some(it) => (it.value - ASPIRATION, it.value + ASPIRATION),
+                None => (-INF, INF),
+            };
+            let (value, horizon) = loop {
+                let (v, h) = self.search(root, depth, 0, alpha, beta);
+                if self.stopped {
+                    return last;
+                }
+                if !win_only && v <= alpha && alpha > -INF {
+                    alpha = -INF;
+                } else if !win_only && v >= beta && beta < INF {
+                    beta = INF;
+                } else {
+                    break (v, h);
+                }
+            };
+            let pv = self.pv.first().cloned().unwrap_or_default();
+            let best = pv.first().copied().unwrap_or(Move::PASS);
+            progress(&Depth { depth, value, best, nodes: self.sh.nodes.load(Relaxed) + self.nodes % CHECK_EVERY, elapsed: start.elapsed() });
+            last = Some(Iteration { value, exact: !horizon, pv, depth });
+            if !horizon {
+                break;
+            }
+            depth += 1;
+        }
+        last
+    }
+
+    #[inline]
+    fn count_node(&mut self) {
+        self.nodes += 1;
+        if self.nodes.is_multiple_of(CHECK_EVERY) {
+            self.sh.nodes.fetch_add(CHECK_EVERY, Relaxed);
+            let late = self.sh.deadline.is_some_and(|d| Instant::now() >= d);
+            if (self.sh.stop.load(Relaxed) || late) && !self.must_finish {
+                self.sh.stop.store(true, Relaxed);
+                self.stopped = true;
+            }
+        }
+    }
+
+    /// Negamax with alpha-beta (principal variation search, fail-soft): the final spread from
+    /// the mover's view, and whether any line was cut by the horizon.
+    fn search(&mut self, node: &Node, depth: u8, ply: usize, mut alpha: i32, beta: i32) -> (i32, bool) {
+        if self.pv.len() <= ply + 1 {
+            self.pv.resize_with(ply + 2, Vec::new);
+            self.moves.resize_with(ply + 2, Vec::new);
+        }
+        self.pv[ply].clear();
+        self.count_node();
+        if self.stopped {
+            return (0, true);
+        }
+        let pv_node = beta - alpha > 1;
+        let base = node.spread;
+        let mut tt_move = 0;
+        if let Some(e) = self.sh.table.get(node.hash) {
+            tt_move = e.mv;
+            // PV nodes search on, so that the principal variation is built move by move.
+            if (e.solved || e.depth >= depth) && !pv_node {
+                let v = e.value as i32 + base;
+                let usable = match e.bound {
+                    Bound::Exact => true,
+                    Bound::Lower => v >= beta,
+                    Bound::Upper => v <= alpha,
+                };
+                if usable {
+                    return (v, !e.solved);
+                }
+            }
+        }
+        if depth == 0 {
+            // Horizon: the spread, less what each side may be stuck with.
+            return (base - node.racks[0].value + node.racks[1].value, true);
+        }
+        let mut moves = std::mem::take(&mut self.moves[ply]);
+        self.order(node, ply, tt_move, &mut moves);
+
+        let alpha0 = alpha;
+        let (mut best, mut best_fp, mut horizon) = (-INF, 0, false);
+        for (i, &(_, mv)) in moves.iter().enumerate() {
+            let (v, h) = match self.next(node, &mv) {
+                Next::Over(v) => {
+                    self.pv[ply + 1].clear();
+                    (v, false)
+                }
+                Next::Go(child) => {
+                    if i == 0 {
+                        let (v, h) = self.search(&child, depth - 1, ply + 1, -beta, -alpha);
+                        (-v, h)
+                    } else {
+                        let (v, h) = self.search(&child, depth - 1, ply + 1, -alpha - 1, -alpha);
+                        let v = -v;
+                        if v > alpha && v < beta && pv_node && !self.stopped {
+                            let (v, h2) = self.search(&child, depth - 1, ply + 1, -beta, -alpha);
+                            (-v, h || h2)
+                        } else {
+                            (v, h)
+                        }
+                    }
+                }
+            };
+            if self.stopped {
+                self.moves[ply] = moves;
+                return (0, true);
+            }
+            horizon |= h;
+            if v > best {
+                best = v;
+                best_fp = fingerprint(&mv);
+                if v > alpha {
+                    alpha = v;
+                    let (head, tail) = self.pv.split_at_mut(ply + 1);
+                    head[ply].clear();
+                    head[ply].push(mv);
+                    head[ply].extend_from_slice(&tail[0]);
+                    if v >= beta {
+                        break;
+                    }
+                }
+            }
+        }
+        self.moves[ply] = moves;
+        let bound = if best >= beta {
+            Bound::Lower
+        } else if best > alpha0 {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        };
+        let value = (best - base).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
+        self.sh.table.put(node.hash, Entry { value, depth, bound, solved: !horizon, mv: best_fp });
+        (best, horizon)
+    }
+
+    /// All moves of the mover, best guess first: the table's move, then going out (score +
+    /// twice the opponent's rack), then by score, favouring more tiles below the first two
+    /// plies; the pass last.
+    fn order(&mut self, node: &Node, ply: usize, tt_move: u32, out: &mut Vec<(i32, Move)>) {
+        let (me, opp) = (&node.racks[0], &node.racks[1]);
+        let rack = me.tiles();
+        let leaves = RackLeaves::new(rack, |_| 0);
+        let req = Request { board: &node.board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+        out.clear();
+        for m in self.mg.generate(self.sh.ctx, &req, Mode::All) {
+            let used = m.tiles_used() as i32;
+            let mut est = match m.kind {
+                Kind::Place if used == me.len as i32 => 1_000 + m.score + 2 * opp.value,
+                Kind::Place if ply >= 2 => m.score + 3 * used,
+                Kind::Place => m.score,
+                Kind::Exchange | Kind::Pass => -1_000,
+            };
+            if let Some(rng) = self.jitter.as_mut() {
+                est += rng.below(6) as i32;
+            }
+            if tt_move != 0 && fingerprint(m) == tt_move {
+                est = i32::MAX;
+            }
+            out.push((est, *m));
+        }
+        // Stable: equal estimates keep generation order, so a thread's search is repeatable.
+        out.sort_by_key(|e| std::cmp::Reverse(e.0));
+    }
+
+    /// The position after the mover plays `mv`.
+    fn next(&self, node: &Node, mv: &Move) -> Next {
+        let keys = self.sh.keys;
+        let (me, opp) = (node.racks[0], node.racks[1]);
+        let mut rack = me;
+        let mut hash = node.hash;
+        for t in mv.rack_tiles() {
+            let c = rack.count(t);
+            // Racks are hashed by player number, not by mover.
+            let p = node.mover;
+            hash ^= keys.rack[p][t as usize][c] ^ keys.rack[p][t as usize][c - 1];
+            let i = rack.tiles().iter().position(|&x| x == t).expect("move tiles are on the rack");
+            rack.tiles[i] = rack.tiles[rack.len as usize - 1];
+            rack.len -= 1;
+            rack.value -= self.sh.ctx.dist.score(t);
+        }
+        let score = mv.score;
+        if rack.len == 0 {
+            return Next::Over(node.spread + score + 2 * opp.value);
+        }
+        let scoreless = if mv.kind == Kind::Place && score > 0 { 0 } else { node.scoreless + 1 };
+        if scoreless >= MAX_SCORELESS_TURNS {
+            return Next::Over(node.spread + score - rack.value + opp.value);
+        }
+        let mut board = node.board.clone();
+        if mv.kind == Kind::Place {
+            let (row, col) = mv.origin();
+            for (k, &t) in mv.tiles().iter().enumerate() {
+                if t != 0 {
+                    let sq = if mv.dir() == ACROSS { row * DIM + col + k } else { (row + k) * DIM + col };
+                    hash ^= keys.tile(sq, t);
+                }
+            }
+            board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), self.sh.ctx.kwg, self.sh.ctx.dist);
+        }
+        hash ^= keys.side ^ keys.scoreless[node.scoreless as usize] ^ keys.scoreless[scoreless as usize];
+        Next::Go(Box::new(Node { board, racks: [opp, rack], mover: 1 - node.mover, spread: -(node.spread + score), scoreless, hash }))
+    }
+
+    /// Extend a principal variation cut short (by a table hit) to the end of the game, by
+    /// solving where it stops.
+    fn complete_pv(&mut self, root: &Node, pv: &mut Vec<Move>) {
+        for _ in 0..MAX_DEPTH {
+            let mut node = root.clone();
+            let mut over = false;
+            for mv in pv.iter() {
+                match self.next(&node, mv) {
+                    Next::Over(_) => over = true,
+                    Next::Go(child) => node = *child,
+                }
+            }
+            if over {
+                return;
+            }
+            let Some(rest) = self.deepen(&node, MAX_DEPTH, false, 0, &|_| {}) else { return };
+            if rest.pv.is_empty() {
+                return;
+            }
+            pv.extend(rest.pv);
+        }
+    }
+
+    /// Exact values of the first `n` root moves in search order, best first.
+    fn first_moves(&mut self, root: &Node, n: usize, max_depth: u8) -> Vec<(Move, i32)> {
+        let tt_move = self.sh.table.get(root.hash).map_or(0, |e| e.mv);
+        let mut moves = Vec::new();
+        self.order(root, 0, tt_move, &mut moves);
+        let mut out = Vec::new();
+        for &(_, mv) in moves.iter().take(n) {
+            let v = match self.next(root, &mv) {
+                Next::Over(v) => v,
+                Next::Go(child) => match self.deepen(&child, max_depth.saturating_sub(1).max(1), false, 0, &|_| {}) {
+                    Some(it) => -it.value,
+                    None => continue,
+                },
+            };
+            out.push((mv, v));
+        }
+        out.sort_by_key(|e| std::cmp::Reverse(e.1));
+        out
+    }
+}

@@ -1,0 +1,138 @@
+//! `worker endgame`: solve a position whose bag is empty and print its value and best line.
+
+use crate::data::DataArgs;
+use anyhow::{bail, Result};
+use engine::cgp::Position;
+use engine::endgame::{Depth, Options, Solver};
+use engine::game::Game;
+use engine::moves::Move;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    data: DataArgs,
+    /// The position in CGP notation; the tiles not on the board must be exactly the two racks.
+    #[arg(long)]
+    cgp: String,
+    /// Deepest search in plies (default: until solved).
+    #[arg(long)]
+    plies: Option<u8>,
+    /// Search threads (Lazy SMP).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Give up deepening after this many seconds and answer from the last complete depth.
+    #[arg(long)]
+    time: Option<f64>,
+    /// Only decide win, draw or loss (faster).
+    #[arg(long)]
+    win_only: bool,
+    /// Also list the exact values of this many first moves.
+    #[arg(long, default_value_t = 0)]
+    moves: usize,
+    /// Transposition table size in MiB.
+    #[arg(long, default_value_t = 256)]
+    table_mb: usize,
+}
+
+/// Notation of each move of `line`, each written on the board as it stood before it.
+pub fn line_notation(ctx: engine::movegen::Ctx, game: &Game, line: &[Move]) -> Vec<String> {
+    let mut g = game.clone();
+    let mut out = Vec::with_capacity(line.len());
+    for mv in line {
+        out.push(format!("{} ({})", mv.notation(ctx.dist, |r, c| g.board.at(r, c)), mv.score));
+        if g.is_over() {
+            break;
+        }
+        g.play(ctx, mv);
+    }
+    out
+}
+
+pub fn run(a: Args) -> Result<()> {
+    if a.threads == 0 {
+        bail!("--threads: at least 1");
+    }
+    if a.plies == Some(0) {
+        bail!("--plies: at least 1");
+    }
+    let time_limit = match a.time {
+        Some(s) if !(s.is_finite() && s > 0.0) => bail!("--time: a positive number of seconds"),
+        Some(s) => Some(Duration::from_secs_f64(s)),
+        None => None,
+    };
+    if a.table_mb == 0 || a.table_mb > 1 << 20 {
+        bail!("--table-mb: 1 to 1048576");
+    }
+    let data = a.data.load()?;
+    let ctx = data.ctx();
+    let pos = Position::parse(&a.cgp, &data.dist)?;
+    let game = pos.into_game(&data.kwg, &data.dist, 0);
+    let solver = Solver::new(ctx, a.table_mb << 20);
+    let opts = Options { plies: a.plies, threads: a.threads, time_limit, win_only: a.win_only, first_moves: a.moves };
+    let progress = |d: &Depth| {
+        let best = d.best.notation(ctx.dist, |r, c| game.board.at(r, c));
+        eprintln!("depth {:>2}  value {:>+5}  best {best:<20} nodes {:>11}  {:.2}s", d.depth, d.value, d.nodes, d.elapsed.as_secs_f64());
+    };
+    let sol = solver.solve(&game, &opts, &progress).map_err(|e| anyhow::anyhow!("--cgp: {e}"))?;
+    let secs = sol.elapsed.as_secs_f64();
+    let mut out = String::new();
+    if a.win_only {
+        let result = match sol.value {
+            v if v > 0 => "win",
+            0 => "draw",
+            _ => "loss",
+        };
+        out += &format!("result: {result}\n");
+    }
+    out += &format!("value: {}\n", sol.value);
+    out += &format!("exact: {}\n", if sol.exact { "yes" } else { "no (depth or time limit)" });
+    let best = sol.pv.first().map_or("-".to_string(), |m| m.notation(ctx.dist, |r, c| game.board.at(r, c)));
+    out += &format!("best: {best}\n");
+    out += &format!("sequence: {}\n", line_notation(ctx, &game, &sol.pv).join("  "));
+    for (mv, v) in &sol.first_moves {
+        out += &format!("move: {:<20} {v:+}\n", mv.notation(ctx.dist, |r, c| game.board.at(r, c)));
+    }
+    out += &format!(
+        "depth: {}  nodes: {}  nodes/s: {:.0}  time: {secs:.3}s  threads: {}  table: {} MiB\n",
+        sol.depth,
+        sol.nodes,
+        sol.nodes as f64 / secs.max(1e-9),
+        a.threads,
+        solver.table_bytes() >> 20
+    );
+    crate::emit(&out)
+}
+
+#[derive(clap::Args)]
+pub struct SetArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// How many positions.
+    #[arg(long, default_value_t = 10)]
+    count: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Static moves played after the bag empties (smaller endgames).
+    #[arg(long, default_value_t = 0)]
+    extra: usize,
+    /// Leave table (`.klv2`; default: the shipped table).
+    #[arg(long)]
+    leaves: Option<std::path::PathBuf>,
+}
+
+/// `worker endgame-set`: print positions where the bag just emptied in seeded static self-play,
+/// one CGP per line.
+pub fn run_set(a: SetArgs) -> Result<()> {
+    if a.count > 1_000_000 {
+        bail!("--count: at most 1000000");
+    }
+    let data = a.data.load()?;
+    let leaves = crate::data::load_leaves(a.leaves.as_deref())?.map(std::sync::Arc::new);
+    let mut out = String::new();
+    for (_, g) in engine::endgame::sets::bag_emptied_set(data.ctx(), leaves, a.seed, a.count, a.extra) {
+        out += &engine::cgp::write(&g, &data.dist);
+        out.push('\n');
+    }
+    crate::emit(&out)
+}
