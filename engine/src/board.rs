@@ -2,8 +2,8 @@
 //!
 //! Everything is stored twice, once per direction, so that every lane (a row for horizontal
 //! plays, a column for vertical ones) is a contiguous slice: `[dir][lane * DIM + pos]`.
-//! Invariant: after every `place`, `cross[d]`/`cross_score[d]` of every empty square equal what
-//! a full recomputation would give (only the lanes the move touched are recomputed).
+//! Invariant: after every `place`, `cross[d]`/`cross_score[d]` of every square equal what a
+//! full recomputation would give (only the squares the move can have changed are recomputed).
 
 use crate::error::{DataError, Located};
 use crate::lexicon::Kwg;
@@ -100,7 +100,7 @@ impl Layout {
 }
 
 /// Tiles on the board and the cross-sets derived from them.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Board {
     /// `tiles[dir][idx(lane, pos)]`: 0 = empty, else a board tile.
     tiles: [[u8; SQUARES]; 2],
@@ -150,17 +150,46 @@ impl Board {
     }
 
     /// Place tiles along `dir` in `lane` from `start` (0 = square already occupied) and update
-    /// the cross-sets of the lanes they touch.
+    /// the cross-sets the move changed: only squares at either end of a run of tiles that now
+    /// holds a placed tile can see a different word beside them.
     pub fn place(&mut self, dir: Dir, lane: usize, start: usize, tiles: &[u8], kwg: &Kwg, dist: &Distribution) {
+        let other = 1 - dir;
         for (k, &t) in tiles.iter().enumerate() {
             if t != 0 {
-                let (row, col) = if dir == ACROSS { (lane, start + k) } else { (start + k, lane) };
+                let pos = start + k;
+                let (row, col) = if dir == ACROSS { (lane, pos) } else { (pos, lane) };
                 self.set(row, col, t);
-                // The perpendicular lane through this square changed.
-                self.recompute_lane(1 - dir, start + k, kwg, dist);
+                // The square is taken: no play in either direction may put a tile there.
+                self.cross[other][idx(pos, lane)] = 0;
+                self.cross_score[other][idx(pos, lane)] = -1;
+                self.cross[dir][idx(lane, pos)] = 0;
+                self.cross_score[dir][idx(lane, pos)] = -1;
+                self.recompute_run_ends(other, pos, lane, kwg, dist);
             }
         }
-        self.recompute_lane(dir, lane, kwg, dist);
+        if let Some(first) = tiles.iter().position(|&t| t != 0) {
+            self.recompute_run_ends(dir, lane, start + first, kwg, dist);
+        }
+    }
+
+    /// Recompute the squares just before and after the run of tiles through `pos` in
+    /// (`dir`, `lane`).
+    fn recompute_run_ends(&mut self, dir: Dir, lane: usize, pos: usize, kwg: &Kwg, dist: &Distribution) {
+        let tiles = &self.tiles[dir][lane * DIM..lane * DIM + DIM];
+        let mut lo = pos;
+        while lo > 0 && tiles[lo - 1] != 0 {
+            lo -= 1;
+        }
+        let mut hi = pos;
+        while hi + 1 < DIM && tiles[hi + 1] != 0 {
+            hi += 1;
+        }
+        if lo > 0 {
+            self.recompute_square(dir, lane, lo - 1, kwg, dist);
+        }
+        if hi + 1 < DIM {
+            self.recompute_square(dir, lane, hi + 1, kwg, dist);
+        }
     }
 
     pub fn recompute_all(&mut self, kwg: &Kwg, dist: &Distribution) {
@@ -174,33 +203,39 @@ impl Board {
     /// Recompute the cross-sets that words along (`dir`, `lane`) impose on plays in the other
     /// direction, i.e. `cross[1 - dir]` of this lane's squares.
     fn recompute_lane(&mut self, dir: Dir, lane: usize, kwg: &Kwg, dist: &Distribution) {
+        for pos in 0..DIM {
+            self.recompute_square(dir, lane, pos, kwg, dist);
+        }
+    }
+
+    /// `cross[1 - dir]` and `cross_score[1 - dir]` of square `pos` of (`dir`, `lane`), from the
+    /// tiles beside it in that lane.
+    fn recompute_square(&mut self, dir: Dir, lane: usize, pos: usize, kwg: &Kwg, dist: &Distribution) {
         let other = 1 - dir;
         let tiles = &self.tiles[dir][lane * DIM..lane * DIM + DIM];
-        for pos in 0..DIM {
-            let sq = idx(pos, lane);
-            if tiles[pos] != 0 {
-                self.cross[other][sq] = 0;
-                self.cross_score[other][sq] = -1;
-                continue;
-            }
-            let mut lo = pos;
-            while lo > 0 && tiles[lo - 1] != 0 {
-                lo -= 1;
-            }
-            let mut hi = pos + 1;
-            while hi < DIM && tiles[hi] != 0 {
-                hi += 1;
-            }
-            if lo == pos && hi == pos + 1 {
-                self.cross[other][sq] = !0;
-                self.cross_score[other][sq] = -1;
-                continue;
-            }
-            let (prefix, suffix) = (&tiles[lo..pos], &tiles[pos + 1..hi]);
-            let score: i32 = prefix.iter().chain(suffix).map(|&t| dist.score(t)).sum();
-            self.cross[other][sq] = cross_set(kwg, prefix, suffix);
-            self.cross_score[other][sq] = score as i16;
+        let sq = idx(pos, lane);
+        if tiles[pos] != 0 {
+            self.cross[other][sq] = 0;
+            self.cross_score[other][sq] = -1;
+            return;
         }
+        let mut lo = pos;
+        while lo > 0 && tiles[lo - 1] != 0 {
+            lo -= 1;
+        }
+        let mut hi = pos + 1;
+        while hi < DIM && tiles[hi] != 0 {
+            hi += 1;
+        }
+        if lo == pos && hi == pos + 1 {
+            self.cross[other][sq] = !0;
+            self.cross_score[other][sq] = -1;
+            return;
+        }
+        let (prefix, suffix) = (&tiles[lo..pos], &tiles[pos + 1..hi]);
+        let score: i32 = prefix.iter().chain(suffix).map(|&t| dist.score(t)).sum();
+        self.cross[other][sq] = cross_set(kwg, prefix, suffix);
+        self.cross_score[other][sq] = score as i16;
     }
 
     /// Lanes/tiles as CGP-like rows, for debugging and tests.

@@ -31,6 +31,25 @@ fn every_self_play_game_replays_from_its_gcg() {
 }
 
 #[test]
+fn cross_sets_after_every_move_equal_a_full_recomputation() {
+    for (lex, seed) in [(enable(), 5), (scrambled(), 6)] {
+        let mut mg = Generator::new();
+        let mut b = bots("softmax:t=4,bag=0", "greedy");
+        for pair in 0..6 {
+            let mut game = Game::new(dist(), engine::autoplay::deal_seed(seed, pair));
+            let mut rng = engine::rng::Rng::new(pair);
+            while !game.is_over() {
+                let mv = b[game.on_turn].choose(ctx(lex), &game, &mut mg, &mut rng);
+                game.play(ctx(lex), &mv);
+                let mut fresh = game.board.clone();
+                fresh.recompute_all(&lex.kwg, dist());
+                assert!(fresh == game.board, "cross-sets differ after {mv:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_gcg_with_a_wrong_score_or_an_illegal_play_is_rejected_at_its_line() {
     let lex = enable();
     let mut mg = Generator::new();

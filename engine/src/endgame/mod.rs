@@ -414,6 +414,9 @@ impl<'s> Search<'s> {
             // Horizon: the spread, less what each side may be stuck with.
             return (base - node.racks[0].value + node.racks[1].value, true);
         }
+        if depth == 1 {
+            return self.frontier(node, ply, beta);
+        }
         let mut moves = std::mem::take(&mut self.moves[ply]);
         self.order(node, ply, tt_move, &mut moves);
 
@@ -472,6 +475,40 @@ impl<'s> Search<'s> {
         let value = (best - base).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
         self.sh.table.put(node.hash, Entry { value, depth, bound, solved: !horizon, mv: best_fp });
         (best, horizon)
+    }
+
+    /// A node one ply above the horizon, valued without building its children: a move that
+    /// ends the game is scored exactly; any other gets the horizon value of the position after
+    /// it (spread, less the rack the mover keeps, plus the opponent's). Returns a solved lower
+    /// bound when a game-ending move alone reaches `beta`.
+    fn frontier(&mut self, node: &Node, ply: usize, beta: i32) -> (i32, bool) {
+        let (me, opp) = (&node.racks[0], &node.racks[1]);
+        let dist = self.sh.ctx.dist;
+        let rack = me.tiles();
+        let leaves = RackLeaves::new(rack, |_| 0);
+        let req = Request { board: &node.board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+        let (mut best, mut best_end, mut horizon) = ((-INF, Move::PASS), (-INF, Move::PASS), false);
+        for m in self.mg.generate(self.sh.ctx, &req, Mode::All) {
+            let kept = me.value - m.rack_tiles().map(|t| dist.score(t)).sum::<i32>();
+            let out = m.tiles_used() == me.len as usize;
+            let scoreless = m.kind != Kind::Place || m.score == 0;
+            let v = node.spread + m.score + opp.value - kept + if out { opp.value } else { 0 };
+            let ends = out || (scoreless && node.scoreless + 1 >= MAX_SCORELESS_TURNS);
+            if ends && v > best_end.0 {
+                best_end = (v, *m);
+            }
+            horizon |= !ends;
+            if v > best.0 {
+                best = (v, *m);
+            }
+        }
+        let (value, mv, horizon) = if best_end.0 >= beta { (best_end.0, best_end.1, false) } else { (best.0, best.1, horizon) };
+        self.pv[ply].clear();
+        self.pv[ply].push(mv);
+        let bound = if value >= beta { Bound::Lower } else { Bound::Exact };
+        let stored = (value - node.spread).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
+        self.sh.table.put(node.hash, Entry { value: stored, depth: 1, bound, solved: !horizon, mv: fingerprint(&mv) });
+        (value, horizon)
     }
 
     /// All moves of the mover, best guess first: the table's move, then going out (score +
