@@ -5,7 +5,8 @@
 mod common;
 
 use engine::bots::{Player, StaticBot};
-use engine::endgame::{EndgameError, Options, Solution, Solver};
+use engine::endgame::{peg, Options, Solution, Solver};
+use engine::game::Bag;
 use engine::game::Game;
 use engine::leaves::{Klv, RackLeaves};
 use engine::movegen::{Ctx, Generator, Mode, Request};
@@ -66,8 +67,8 @@ fn small_endgames(ctx: Ctx, count: usize, tiles: usize, seed: u64) -> Vec<Game> 
     out
 }
 
-fn solve(solver: &Solver, g: &Game, threads: usize, win_only: bool) -> Solution {
-    solver.solve(g, &Options { threads, win_only, ..Options::default() }, &|_| {}).unwrap()
+fn solve(ctx: Ctx, solver: &Solver, g: &Game, threads: usize, win_only: bool) -> Solution {
+    solver.solve(ctx, g, &Options { threads, win_only, ..Options::default() }, &|_| {}).unwrap()
 }
 
 /// Play the line on the game and return the final spread for the player on turn at the start.
@@ -87,7 +88,7 @@ fn replay(ctx: Ctx, g: &Game, line: &[engine::moves::Move]) -> i32 {
 #[test]
 fn the_solver_agrees_with_plain_minimax_on_hundreds_of_small_endgames() {
     let ctx = common::ctx(common::enable());
-    let solver = Solver::new(ctx, 16 << 20);
+    let solver = Solver::new(16 << 20);
     let mut mg = Generator::new();
     let (mut compared, mut nonzero_moves) = (0, 0);
     for g in small_endgames(ctx, 400, 4, 77) {
@@ -96,19 +97,73 @@ fn the_solver_agrees_with_plain_minimax_on_hundreds_of_small_endgames() {
         compared += 1;
         // A cold table each time, so every solve is a search of its own.
         solver.clear();
-        let one = solve(&solver, &g, 1, false);
+        let one = solve(ctx, &solver, &g, 1, false);
         assert!(one.exact);
         assert_eq!(one.value, truth, "1 thread: {}", engine::cgp::write(&g, ctx.dist));
         assert_eq!(replay(ctx, &g, &one.pv), truth, "principal variation of {}", engine::cgp::write(&g, ctx.dist));
         solver.clear();
-        let two = solve(&solver, &g, 2, false);
+        let two = solve(ctx, &solver, &g, 2, false);
         assert_eq!(two.value, truth, "2 threads: {}", engine::cgp::write(&g, ctx.dist));
         assert_eq!(replay(ctx, &g, &two.pv), truth);
         solver.clear();
-        let wl = solve(&solver, &g, 1, true);
+        let wl = solve(ctx, &solver, &g, 1, true);
         assert_eq!(wl.value.signum(), truth.signum(), "win-only: {}", engine::cgp::write(&g, ctx.dist));
         nonzero_moves += (one.pv.len() > 1) as usize;
     }
     assert!(compared >= 200, "only {compared} endgames small enough for minimax");
     assert!(nonzero_moves >= compared / 4, "too few endgames need more than one move");
+}
+
+#[test]
+fn the_pre_endgame_ranks_plays_as_brute_force_over_every_unseen_tile_does() {
+    let ctx = common::ctx(common::enable());
+    let solver = Solver::new(16 << 20);
+    let mut mg = Generator::new();
+    let mut checked = 0;
+    for mut g in small_endgames(ctx, 60, 4, 91) {
+        let (me, opp) = (g.on_turn, 1 - g.on_turn);
+        if g.racks[opp].len() < 2 {
+            continue;
+        }
+        // One of the opponent's tiles goes back in the bag: one tile left to draw.
+        let t = g.racks[opp].pop().unwrap();
+        g.bag = Bag::from_tiles(vec![t], 0);
+        let rack = &g.racks[me];
+        let leaves = RackLeaves::new(rack, |_| 0);
+        let req = Request { board: &g.board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+        let moves: Vec<_> = mg.generate(ctx, &req, Mode::All).iter().filter(|m| m.kind == Kind::Place).copied().collect();
+        let ranked = peg::rank(&solver, ctx, &g, &moves, &Options::default()).unwrap();
+        assert_eq!(ranked.len(), moves.len());
+
+        // Brute force: every unseen tile in turn is the bag's, every endgame by plain minimax.
+        let unseen: Vec<u8> = g.racks[opp].iter().chain(g.bag.tiles()).copied().collect();
+        let mut budget = 200_000;
+        let mut truth = Vec::new();
+        'moves: for mv in &moves {
+            let (mut wins2, mut spread) = (0i32, 0i32);
+            for i in 0..unseen.len() {
+                let mut s = g.clone();
+                s.racks[opp] = unseen.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, &t)| t).collect();
+                s.bag = Bag::from_tiles(vec![unseen[i]], 0);
+                s.play(ctx, mv);
+                let Some(v) = minimax(ctx, &s, &mut mg, &mut budget) else { break 'moves };
+                let v = if s.is_over() { s.scores[me] - s.scores[opp] } else { -v };
+                wins2 += v.signum() + 1;
+                spread += v;
+            }
+            truth.push((*mv, wins2, spread));
+        }
+        if truth.len() < moves.len() {
+            continue; // too big for minimax
+        }
+        let n = unseen.len() as f64;
+        for c in &ranked {
+            let &(_, wins2, spread) = truth.iter().find(|t| t.0 == c.mv).unwrap();
+            assert!((c.wins - wins2 as f64 / 2.0 / n).abs() < 1e-9, "wins of {:?}", c.mv);
+            assert!((c.spread - spread as f64 / n).abs() < 1e-9, "spread of {:?}", c.mv);
+        }
+        assert!(ranked.windows(2).all(|w| (w[0].wins, w[0].spread) >= (w[1].wins, w[1].spread)));
+        checked += 1;
+    }
+    assert!(checked >= 15, "only {checked} pre-endgames small enough for brute force");
 }

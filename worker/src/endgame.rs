@@ -68,13 +68,13 @@ pub fn run(a: Args) -> Result<()> {
     let ctx = data.ctx();
     let pos = Position::parse(&a.cgp, &data.dist)?;
     let game = pos.into_game(&data.kwg, &data.dist, 0);
-    let solver = Solver::new(ctx, a.table_mb << 20);
+    let solver = Solver::new(a.table_mb << 20);
     let opts = Options { plies: a.plies, threads: a.threads, time_limit, win_only: a.win_only, first_moves: a.moves };
     let progress = |d: &Depth| {
         let best = d.best.notation(ctx.dist, |r, c| game.board.at(r, c));
         eprintln!("depth {:>2}  value {:>+5}  best {best:<20} nodes {:>11}  {:.2}s", d.depth, d.value, d.nodes, d.elapsed.as_secs_f64());
     };
-    let sol = solver.solve(&game, &opts, &progress).map_err(|e| anyhow::anyhow!("--cgp: {e}"))?;
+    let sol = solver.solve(ctx, &game, &opts, &progress).map_err(|e| anyhow::anyhow!("--cgp: {e}"))?;
     let secs = sol.elapsed.as_secs_f64();
     let mut out = String::new();
     if a.win_only {
@@ -113,7 +113,10 @@ pub struct SetArgs {
     count: usize,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Static moves played after the bag empties (smaller endgames).
+    /// Tiles left in the bag (1: pre-endgames).
+    #[arg(long, default_value_t = 0)]
+    bag: usize,
+    /// Static moves played after that point (smaller endgames).
     #[arg(long, default_value_t = 0)]
     extra: usize,
     /// Leave table (`.klv2`; default: the shipped table).
@@ -121,18 +124,107 @@ pub struct SetArgs {
     leaves: Option<std::path::PathBuf>,
 }
 
-/// `worker endgame-set`: print positions where the bag just emptied in seeded static self-play,
-/// one CGP per line.
+/// `worker endgame-set`: print positions where the bag just emptied (or first held `--bag`
+/// tiles) in seeded static self-play, one CGP per line.
 pub fn run_set(a: SetArgs) -> Result<()> {
     if a.count > 1_000_000 {
         bail!("--count: at most 1000000");
     }
+    if a.bag > 86 {
+        bail!("--bag: at most 86 tiles");
+    }
     let data = a.data.load()?;
     let leaves = crate::data::load_leaves(a.leaves.as_deref())?.map(std::sync::Arc::new);
     let mut out = String::new();
-    for (_, g) in engine::endgame::sets::bag_emptied_set(data.ctx(), leaves, a.seed, a.count, a.extra) {
+    for (_, g) in engine::endgame::sets::bag_emptied_set(data.ctx(), leaves, a.seed, a.count, a.bag, a.extra) {
         out += &engine::cgp::write(&g, &data.dist);
         out.push('\n');
     }
+    crate::emit(&out)
+}
+
+#[derive(clap::Args)]
+pub struct PegArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// The position in CGP notation, with exactly one tile in the bag.
+    #[arg(long)]
+    cgp: String,
+    /// Candidates: the static evaluator's top N placements (0: all).
+    #[arg(long, default_value_t = 10)]
+    candidates: usize,
+    /// Search threads for each endgame.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Seconds per endgame before answering from the last complete depth.
+    #[arg(long)]
+    time: Option<f64>,
+    /// Transposition table size in MiB.
+    #[arg(long, default_value_t = 256)]
+    table_mb: usize,
+    /// Leave table (`.klv2`; default: the shipped table), to pick the candidates.
+    #[arg(long)]
+    leaves: Option<std::path::PathBuf>,
+}
+
+/// `worker peg`: rank the plays of a position with one tile in the bag by exact endgames.
+pub fn run_peg(a: PegArgs) -> Result<()> {
+    if a.threads == 0 {
+        bail!("--threads: at least 1");
+    }
+    let time_limit = match a.time {
+        Some(s) if !(s.is_finite() && s > 0.0) => bail!("--time: a positive number of seconds"),
+        Some(s) => Some(Duration::from_secs_f64(s)),
+        None => None,
+    };
+    if a.table_mb == 0 || a.table_mb > 1 << 20 {
+        bail!("--table-mb: 1 to 1048576");
+    }
+    let data = a.data.load()?;
+    let ctx = data.ctx();
+    let leaves = crate::data::load_leaves(a.leaves.as_deref())?.map(std::sync::Arc::new);
+    let game = Position::parse(&a.cgp, &data.dist)?.into_game(&data.kwg, &data.dist, 0);
+    if game.bag.len() != 1 {
+        bail!("--cgp: the bag holds {} tiles; a pre-endgame needs exactly one", game.bag.len());
+    }
+    if game.racks.iter().any(|r| r.is_empty()) {
+        bail!("--cgp: a rack is empty");
+    }
+    let mut mg = engine::movegen::Generator::new();
+    let n = if a.candidates == 0 { usize::MAX } else { a.candidates };
+    let moves: Vec<Move> = engine::bots::StaticBot::new(leaves).best(ctx, &game, &mut mg, n.saturating_add(2)).iter().filter(|m| m.kind == engine::moves::Kind::Place).take(n).copied().collect();
+    if moves.is_empty() {
+        bail!("--cgp: the player on turn has no placement");
+    }
+    let solver = Solver::new(a.table_mb << 20);
+    let opts = Options { threads: a.threads, time_limit, ..Options::default() };
+    let bar = indicatif::ProgressBar::new(moves.len() as u64)
+        .with_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} candidates  {elapsed}").expect("valid template"));
+    let start = std::time::Instant::now();
+    let mut ranked = Vec::new();
+    for mv in &moves {
+        ranked.extend(engine::endgame::peg::rank(&solver, ctx, &game, std::slice::from_ref(mv), &opts).map_err(|e| anyhow::anyhow!("--cgp: {e}"))?);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    ranked.sort_by(|a, b| b.wins.total_cmp(&a.wins).then(b.spread.total_cmp(&a.spread)));
+    let total: u32 = engine::endgame::peg::unseen(&game).iter().map(|u| u.1).sum();
+    let mut out = format!("{:<22} {:>5}  {:>7}  {:>8}  Bag tile: final spread\n", "Play", "Score", "Wins", "Spread");
+    for c in &ranked {
+        let per_tile: Vec<String> = c
+            .outcomes
+            .iter()
+            .map(|o| format!("{}{}:{:+}{}", if o.weight > 1 { format!("{}x", o.weight) } else { String::new() }, data.dist.rack_char(o.tile), o.value, if o.exact { "" } else { "~" }))
+            .collect();
+        out += &format!(
+            "{:<22} {:>5}  {:>5.2}/{total}  {:>+8.2}  {}\n",
+            c.mv.notation(ctx.dist, |r, col| game.board.at(r, col)),
+            c.mv.score,
+            c.wins * total as f64,
+            c.spread,
+            per_tile.join(" ")
+        );
+    }
+    out += &format!("Candidates: {}  Unseen: {total}  Time: {:.2}s  (~: not solved to the end)\n", ranked.len(), start.elapsed().as_secs_f64());
     crate::emit(&out)
 }

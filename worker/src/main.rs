@@ -43,6 +43,8 @@ enum Command {
     Endgame(endgame::Args),
     /// Print seeded endgame positions (the bag just emptied in static self-play), one CGP a line.
     EndgameSet(endgame::SetArgs),
+    /// Rank the plays of a position with one tile in the bag by exact endgames.
+    Peg(endgame::PegArgs),
     /// Play bots against each other on paired deals.
     Autoplay(autoplay::Args),
     /// Generate and inspect leave tables.
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
         Command::Sim(a) => sim::run(a),
         Command::Endgame(a) => endgame::run(a),
         Command::EndgameSet(a) => endgame::run_set(a),
+        Command::Peg(a) => endgame::run_peg(a),
         Command::Autoplay(a) => autoplay::run(a),
         Command::Leaves(c) => leaves::run(c),
         Command::Bench(a) => bench::run(a),

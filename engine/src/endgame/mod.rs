@@ -15,6 +15,7 @@
 //! Rules are the game's ([`crate::game`]): going out scores twice the opponent's rack; six
 //! scoreless turns in a row end the game with each rack's value taken from its owner.
 
+pub mod peg;
 pub mod sets;
 pub mod tt;
 
@@ -177,8 +178,7 @@ fn fingerprint(m: &Move) -> u32 {
 
 /// The solver: its table persists across solves (entries are keyed by the whole position, so
 /// what one solve learns is true in the next, e.g. the next move of the same endgame).
-pub struct Solver<'a> {
-    ctx: Ctx<'a>,
+pub struct Solver {
     table: Table,
     keys: Keys,
 }
@@ -193,10 +193,10 @@ struct Shared<'s> {
     nodes: AtomicU64,
 }
 
-impl<'a> Solver<'a> {
+impl Solver {
     /// A solver whose transposition table takes at most `table_bytes`.
-    pub fn new(ctx: Ctx<'a>, table_bytes: usize) -> Self {
-        Self { ctx, table: Table::with_bytes(table_bytes), keys: Keys::new() }
+    pub fn new(table_bytes: usize) -> Self {
+        Self { table: Table::with_bytes(table_bytes), keys: Keys::new() }
     }
 
     pub fn table_bytes(&self) -> usize {
@@ -208,7 +208,7 @@ impl<'a> Solver<'a> {
         self.table.clear();
     }
 
-    fn root(&self, game: &Game) -> Result<Node, EndgameError> {
+    fn root(&self, ctx: Ctx, game: &Game) -> Result<Node, EndgameError> {
         if !game.bag.is_empty() {
             return Err(EndgameError::BagNotEmpty(game.bag.len()));
         }
@@ -223,7 +223,7 @@ impl<'a> Solver<'a> {
             let r = &game.racks[p];
             let mut tiles = [0u8; RACK_SIZE];
             tiles[..r.len()].copy_from_slice(r);
-            Rack { tiles, len: r.len() as u8, value: Game::rack_value(self.ctx.dist, r) }
+            Rack { tiles, len: r.len() as u8, value: Game::rack_value(ctx.dist, r) }
         };
         let racks = [rack(me), rack(1 - me)];
         let mut hash = self.keys.scoreless[game.scoreless as usize];
@@ -245,11 +245,11 @@ impl<'a> Solver<'a> {
 
     /// Solve the endgame of `game` (the bag must be empty) for the player on turn. `progress`
     /// hears each completed depth of the main thread.
-    pub fn solve(&self, game: &Game, opts: &Options, progress: &(dyn Fn(&Depth) + Sync)) -> Result<Solution, EndgameError> {
-        let root = self.root(game)?;
+    pub fn solve(&self, ctx: Ctx, game: &Game, opts: &Options, progress: &(dyn Fn(&Depth) + Sync)) -> Result<Solution, EndgameError> {
+        let root = self.root(ctx, game)?;
         let start = Instant::now();
         let shared = Shared {
-            ctx: self.ctx,
+            ctx,
             table: &self.table,
             keys: &self.keys,
             stop: AtomicBool::new(false),
