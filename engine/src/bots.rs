@@ -9,8 +9,13 @@ use crate::moves::Move;
 use crate::rng::Rng;
 use crate::sim::{SimConfig, Simulator, StopLevel};
 use crate::winpct::WinTable;
+use crate::endgame::{peg, Options, Solver};
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// Transposition table of each endgame-playing bot.
+pub const ENDGAME_TABLE_BYTES: usize = 32 << 20;
 
 /// Penalty (millipoints) per vowel placed beside a letter premium on the opening move.
 pub const OPENING_VOWEL_PENALTY: i32 = 700;
@@ -34,6 +39,10 @@ pub enum BotSpec {
     /// 95/98/99 when set, or after `ms` milliseconds when set); plays like `Static` once the
     /// bag is empty (until an endgame player exists).
     Sim { k: usize, plies: usize, iterations: u64, stop: Option<u8>, ms: Option<u64> },
+    /// `inner` (static or sim) with the endgame solver playing once the bag is empty, and for
+    /// a simming bot the pre-endgame with one tile in the bag, within `ms` per move. Spelled
+    /// as `inner`'s parameters plus `endgame=MS`.
+    Endgame { inner: Box<BotSpec>, ms: u64 },
 }
 
 impl BotSpec {
@@ -44,9 +53,23 @@ impl BotSpec {
     fn parse_spec(s: &str) -> Result<Self, String> {
         let (name, params) = s.split_once(':').unwrap_or((s, ""));
         let mut kv = Vec::new();
+        let mut endgame = None;
         for p in params.split(',').filter(|p| !p.is_empty()) {
             let (k, v) = p.split_once('=').ok_or_else(|| format!("bot `{s}`: parameter `{p}` is not `key=value`"))?;
+            if k.trim() == "endgame" {
+                let ms = v.trim().parse::<u64>().ok().filter(|n| (1..=3_600_000).contains(n));
+                endgame = Some(ms.ok_or_else(|| format!("bot `{s}`: endgame must be 1 to 3600000 milliseconds per move"))?);
+                continue;
+            }
             kv.push((k.trim(), v.trim()));
+        }
+        if let Some(ms) = endgame {
+            if !matches!(name, "static" | "sim") {
+                return Err(format!("bot `{s}`: endgame applies to the static and sim bots"));
+            }
+            let rest: Vec<String> = kv.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let inner = Self::parse_spec(&format!("{name}:{}", rest.join(",")))?;
+            return Ok(BotSpec::Endgame { inner: Box::new(inner), ms });
         }
         let unknown = |k: &str| Err(format!("bot `{s}`: unknown parameter `{k}`"));
         match name {
@@ -80,7 +103,7 @@ impl BotSpec {
                 }
                 Ok(BotSpec::Sim { k, plies, iterations, stop, ms })
             }
-            _ => Err(format!("unknown bot `{name}` (known: greedy, static, softmax:t=T,bag=N, sim:k=K,plies=P,iterations=N,stop=99,ms=M)")),
+            _ => Err(format!("unknown bot `{name}` (known: greedy, static, softmax:t=T,bag=N, sim:k=K,plies=P,iterations=N,stop=99,ms=M; static and sim also take endgame=MS)")),
         }
     }
 
@@ -91,7 +114,11 @@ impl BotSpec {
 
     /// Whether the bot needs a win-probability table.
     pub fn uses_wintable(&self) -> bool {
-        matches!(self, BotSpec::Sim { .. })
+        match self {
+            BotSpec::Sim { .. } => true,
+            BotSpec::Endgame { inner, .. } => inner.uses_wintable(),
+            _ => false,
+        }
     }
 
     /// The bot, with the data it uses. A simulating bot without a win-probability table is an
@@ -105,6 +132,19 @@ impl BotSpec {
                 let table = table.ok_or_else(|| crate::DataError::new("bot", format!("`{self}` needs a win-probability table")))?;
                 let stop = stop.map(|l| StopLevel::parse(&l.to_string()).expect("parsed as 95, 98 or 99"));
                 Box::new(SimBot { eval: StaticBot { leaves }, table, k, plies, iterations, stop, ms })
+            }
+            BotSpec::Endgame { ref inner, ms } => {
+                let peg = match **inner {
+                    BotSpec::Sim { k, .. } => Some(k),
+                    _ => None,
+                };
+                Box::new(EndgamePlayer {
+                    eval: StaticBot { leaves: leaves.clone() },
+                    inner: inner.build(leaves, table)?,
+                    solver: Solver::new(ENDGAME_TABLE_BYTES),
+                    limit: Duration::from_millis(ms),
+                    peg,
+                })
             }
         })
     }
@@ -125,6 +165,10 @@ impl fmt::Display for BotSpec {
                     write!(f, ",ms={ms}")?;
                 }
                 Ok(())
+            }
+            BotSpec::Endgame { inner, ms } => {
+                let inner = inner.to_string();
+                write!(f, "{inner}{}endgame={ms}", if inner.contains(':') { ',' } else { ':' })
             }
         }
     }
@@ -250,5 +294,40 @@ impl Player for SimBot {
             time_limit: self.ms.map(std::time::Duration::from_millis),
         };
         sim.run_moves(game, moves, &cfg, &|_| {}).candidates[0].mv
+    }
+}
+
+/// A bot that hands the endgame to the solver: with the bag empty it plays the first move of
+/// the best sequence found within the time limit; with one tile in the bag (simming bots) it
+/// ranks the static evaluator's top `k` placements by pre-endgame, sharing the time limit
+/// among their endgames. Elsewhere the inner bot plays.
+pub struct EndgamePlayer {
+    eval: StaticBot,
+    inner: Box<dyn Player>,
+    solver: Solver,
+    limit: Duration,
+    peg: Option<usize>,
+}
+
+impl Player for EndgamePlayer {
+    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, rng: &mut Rng) -> Move {
+        if game.bag.is_empty() {
+            let opts = Options { time_limit: Some(self.limit), ..Options::default() };
+            if let Ok(sol) = self.solver.solve(ctx, game, &opts, &|_| {})
+                && let Some(&mv) = sol.pv.first() {
+                    return mv;
+                }
+        }
+        if let Some(k) = self.peg
+            && game.bag.len() == 1 {
+                let moves: Vec<Move> = self.eval.best(ctx, game, mg, k).to_vec();
+                let solves = (moves.len() * peg::unseen(game).len()).max(1) as u32;
+                let opts = Options { time_limit: Some((self.limit / solves).max(Duration::from_millis(1))), ..Options::default() };
+                if let Ok(ranked) = peg::rank(&self.solver, ctx, game, &moves, &opts)
+                    && let Some(best) = ranked.first() {
+                        return best.mv;
+                    }
+            }
+        self.inner.choose(ctx, game, mg, rng)
     }
 }

@@ -167,3 +167,39 @@ fn the_pre_endgame_ranks_plays_as_brute_force_over_every_unseen_tile_does() {
     }
     assert!(checked >= 15, "only {checked} pre-endgames small enough for brute force");
 }
+
+#[test]
+fn endgame_bot_specs_round_trip_and_bad_ones_are_refused() {
+    use engine::bots::BotSpec;
+    for s in ["static:endgame=200", "sim:k=5,plies=1,iterations=64,endgame=50"] {
+        assert_eq!(BotSpec::parse(s).unwrap().to_string(), s);
+    }
+    let b = BotSpec::parse("sim:endgame=50,k=5").unwrap();
+    assert!(matches!(b, BotSpec::Endgame { ms: 50, .. }) && b.uses_wintable());
+    for bad in ["greedy:endgame=5", "static:endgame=0", "static:endgame=x", "softmax:endgame=10"] {
+        let e = BotSpec::parse(bad).unwrap_err().to_string();
+        assert!(e.contains("endgame"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn the_endgame_bot_plays_a_best_move() {
+    use engine::bots::BotSpec;
+    let ctx = common::ctx(common::enable());
+    let mut bot = BotSpec::parse("static:endgame=2000").unwrap().build(Some(klv()), None).unwrap();
+    let mut mg = Generator::new();
+    let mut rng = Rng::new(1);
+    let mut checked = 0;
+    for g in small_endgames(ctx, 40, 4, 123) {
+        let mut budget = 20_000;
+        let Some(truth) = minimax(ctx, &g, &mut mg, &mut budget) else { continue };
+        let mv = bot.choose(ctx, &g, &mut mg, &mut rng);
+        let mut after = g.clone();
+        after.play(ctx, &mv);
+        let mut budget = 20_000;
+        let v = if after.is_over() { after.scores[g.on_turn] - after.scores[1 - g.on_turn] } else { -minimax(ctx, &after, &mut mg, &mut budget).unwrap() };
+        assert_eq!(v, truth, "{}", engine::cgp::write(&g, ctx.dist));
+        checked += 1;
+    }
+    assert!(checked >= 20);
+}
