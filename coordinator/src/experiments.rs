@@ -31,21 +31,37 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
         .bind(spec.priority)
         .execute(&mut *tx)
         .await?;
+    let mut units = 0;
     for c in &cells {
-        sqlx::query("INSERT INTO cells (id, experiment_id, idx, params, bots, target_pairs, tally) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        // A match cell's unit is a pair of games. An endgame experiment's is a position: cell 0
+        // carves every position into batches; cell 1 is never carved, its batches are the
+        // cross-checks queued as first solves arrive (see `results`).
+        let (target, next, status, reason) = match &spec.endgame {
+            None => ((spec.games_per_cell / 2) as i64, 0, "running", None),
+            Some(_) if c.index == 0 => (spec.games_per_cell as i64, 0, "running", None),
+            Some(e) => {
+                let checks = e.checks(spec.seed) as i64;
+                if checks == 0 { (0, 0, "finished", Some("no positions are cross-checked")) } else { (checks, checks, "running", None) }
+            }
+        };
+        units += if spec.endgame.is_some() { target } else { 2 * target };
+        sqlx::query("INSERT INTO cells (id, experiment_id, idx, params, bots, target_pairs, next_pair, status, stop_reason, tally) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
             .bind(Uuid::new_v4())
             .bind(id)
             .bind(c.index as i32)
             .bind(Db(&c.params))
             .bind(Db(&c.bots))
-            .bind((spec.games_per_cell / 2) as i64)
+            .bind(target)
+            .bind(next)
+            .bind(status)
+            .bind(reason)
             .bind(Db(MatchTally::default()))
             .execute(&mut *tx)
             .await?;
     }
     tx.commit().await?;
     tracing::info!(%id, name = %spec.name, cells = cells.len(), "experiment submitted");
-    Ok(Json(Submitted { id, cells: cells.len() as u32, games: spec.games_per_cell * cells.len() as u64 }))
+    Ok(Json(Submitted { id, cells: cells.len() as u32, games: units as u64 }))
 }
 
 /// `POST /api/v1/experiments/{id}/stop`: no more batches; results in flight still count.
@@ -85,8 +101,8 @@ macro_rules! summary_sql {
         "
 SELECT e.id, e.name, e.kind, e.status, e.priority, e.created_at, e.finished_at,
        (SELECT count(*) FROM cells c WHERE c.experiment_id = e.id),
-       (SELECT coalesce(sum(2 * c.done_pairs), 0)::bigint FROM cells c WHERE c.experiment_id = e.id),
-       (SELECT coalesce(sum(2 * c.target_pairs), 0)::bigint FROM cells c WHERE c.experiment_id = e.id),
+       (SELECT coalesce(sum(CASE WHEN e.kind = 'endgame' THEN c.done_pairs ELSE 2 * c.done_pairs END), 0)::bigint FROM cells c WHERE c.experiment_id = e.id),
+       (SELECT coalesce(sum(CASE WHEN e.kind = 'endgame' THEN c.target_pairs ELSE 2 * c.target_pairs END), 0)::bigint FROM cells c WHERE c.experiment_id = e.id),
        CASE WHEN e.started_at IS NULL THEN 0
             WHEN e.finished_at IS NOT NULL THEN
               (SELECT coalesce(sum(r.games), 0) FROM batch_results r WHERE r.experiment_id = e.id)::float8
@@ -193,7 +209,8 @@ pub async fn history(db: &sqlx::PgPool, id: Uuid, cells: usize) -> Result<Histor
     .await?;
     let mut sums = vec![MatchTally::default(); cells];
     let mut convergence = vec![Vec::new(); cells];
-    for (idx, Db(shared::protocol::JobResult::Match(t)), _) in &rows {
+    for (idx, Db(r), _) in &rows {
+        let shared::protocol::JobResult::Match(t) = r else { continue };
         let Some(sum) = sums.get_mut(*idx as usize) else { continue };
         sum.merge(t);
         if let Some(rate) = sum.win_rate() {

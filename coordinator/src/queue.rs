@@ -65,7 +65,8 @@ pub async fn claim(State(st): State<AppState>, caller: Caller, Json(r): Json<Cla
     let requeued: Option<(Uuid,)> = sqlx::query_as(
         "UPDATE batches SET state = 'leased', lease_id = $1, lease_owner = $2, lease_expires = now() + make_interval(secs => $3),
                 leases = leases + 1, updated_at = now()
-         WHERE id = (SELECT id FROM batches WHERE state = 'queued' ORDER BY priority DESC, created_at FOR NO KEY UPDATE SKIP LOCKED LIMIT 1)
+         WHERE id = (SELECT id FROM batches WHERE state = 'queued' AND NOT ($2 = ANY (coalesce(exclude_workers, '{}')))
+                     ORDER BY priority DESC, created_at FOR NO KEY UPDATE SKIP LOCKED LIMIT 1)
          RETURNING id",
     )
     .bind(lease)
@@ -139,18 +140,44 @@ async fn carve(tx: &mut Transaction<'_, Postgres>, worker: Uuid, lease: Uuid, le
     Ok(Some(id))
 }
 
+/// The position indices of an endgame batch: its explicit list, else its range.
+pub fn batch_positions(first: i64, count: i64, list: Option<Vec<i64>>) -> Vec<u64> {
+    list.map_or_else(|| (first..first + count).map(|i| i as u64).collect(), |l| l.into_iter().map(|i| i as u64).collect())
+}
+
 async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs: u64) -> Result<BatchSpec> {
-    type Row = (Uuid, Uuid, i64, i64, Uuid, String, Db<Vec<ArtifactRef>>, Db<shared::experiment::ExperimentSpec>, Uuid, i32, Db<[String; 2]>);
-    let (batch_id, lease_id, first_pair, pairs, experiment_id, experiment_name, artifacts, spec, cell_id, cell_index, bots): Row = sqlx::query_as(
-        "SELECT b.id, b.lease_id, b.first_pair, b.pairs, e.id, e.name, e.artifacts, e.spec, c.id, c.idx, c.bots
+    type Row = (Uuid, Uuid, i64, i64, Option<Vec<i64>>, Uuid, String, Db<Vec<ArtifactRef>>, Db<shared::experiment::ExperimentSpec>, Uuid, i32, Db<[String; 2]>);
+    let (batch_id, lease_id, first_pair, pairs, positions, experiment_id, experiment_name, artifacts, spec, cell_id, cell_index, bots): Row = sqlx::query_as(
+        "SELECT b.id, b.lease_id, b.first_pair, b.pairs, b.positions, e.id, e.name, e.artifacts, e.spec, c.id, c.idx, c.bots
          FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1",
     )
     .bind(batch)
     .fetch_one(&mut **tx)
     .await?;
-    let [bot1, bot2] = bots.0;
-    // Every cell plays the same deals, so cells differ only by their bots.
-    let job = Job::Match(MatchJob { bot1, bot2, seed: spec.0.seed, first_pair: first_pair as u64, pairs: pairs as u64 });
+    let spec = spec.0;
+    let job = match &spec.endgame {
+        Some(e) => {
+            use shared::experiment::PositionSource;
+            let listed = match &e.source {
+                PositionSource::Listed(l) => Some(l),
+                PositionSource::Generated { .. } => None,
+            };
+            let extra = match e.source {
+                PositionSource::Generated { extra, .. } => extra,
+                PositionSource::Listed(_) => 0,
+            };
+            let positions = batch_positions(first_pair, pairs, positions)
+                .into_iter()
+                .map(|index| EndgamePosition { index, cgp: listed.and_then(|l| l.get(index as usize).cloned()) })
+                .collect();
+            Job::Endgame(EndgameJob { seed: spec.seed, extra, positions, plies: e.plies, time_ms: e.time_ms })
+        }
+        None => {
+            let [bot1, bot2] = bots.0;
+            // Every cell plays the same deals, so cells differ only by their bots.
+            Job::Match(MatchJob { bot1, bot2, seed: spec.seed, first_pair: first_pair as u64, pairs: pairs as u64 })
+        }
+    };
     Ok(BatchSpec {
         batch_id,
         lease_id,

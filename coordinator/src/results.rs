@@ -45,18 +45,29 @@ struct BatchRow {
     lease_owner: Option<Uuid>,
     cell_id: Uuid,
     experiment_id: Uuid,
+    first_pair: i64,
     pairs: i64,
+    positions: Option<Vec<i64>>,
+    exclude_workers: Option<Vec<Uuid>>,
+    priority: i32,
 }
+
+/// Longest text field of a solved position.
+const MAX_SOLVED_TEXT: usize = 4000;
 
 /// `POST /api/v1/batches/{id}/result`.
 pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Path<Uuid>, Json(u): Json<ResultUpload>) -> Result<Json<UploadResponse>> {
     let worker = caller.worker()?;
     let mut tx = st.db.begin().await?;
     let row: Option<BatchRow> =
-        sqlx::query_as("SELECT state, lease_id, lease_owner, cell_id, experiment_id, pairs FROM batches WHERE id = $1 FOR NO KEY UPDATE").bind(batch).fetch_optional(&mut *tx).await?;
-    let Some(BatchRow { state, lease_id: lease, lease_owner: owner, cell_id: cell, experiment_id: experiment, pairs }) = row else {
+        sqlx::query_as("SELECT state, lease_id, lease_owner, cell_id, experiment_id, first_pair, pairs, positions, exclude_workers, priority FROM batches WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(batch)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some(b) = row else {
         return Err(Error::not_found(format!("no batch {batch}")));
     };
+    let (state, lease, owner, cell, experiment, pairs) = (b.state.clone(), b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.pairs);
     let done: Option<(Uuid, Uuid)> = sqlx::query_as("SELECT lease_id, worker_id FROM batch_results WHERE batch_id = $1").bind(batch).fetch_optional(&mut *tx).await?;
     if let Some((done_lease, done_worker)) = done {
         if done_lease == u.lease_id && done_worker != worker {
@@ -73,10 +84,25 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
     if owner != Some(worker) {
         return Err(Error::forbidden("this lease belongs to another worker"));
     }
-    let JobResult::Match(tally) = &u.result;
-    if !tally.is_consistent() || tally.games != 2 * pairs as u64 {
-        return Err(Error::unprocessable(format!("result: {} games with inconsistent counts; the batch has {} games", tally.games, 2 * pairs)));
-    }
+    let games = match &u.result {
+        JobResult::Match(tally) => {
+            if !tally.is_consistent() || tally.games != 2 * pairs as u64 {
+                return Err(Error::unprocessable(format!("result: {} games with inconsistent counts; the batch has {} games", tally.games, 2 * pairs)));
+            }
+            tally.games
+        }
+        JobResult::Endgame(report) => {
+            let want = crate::queue::batch_positions(b.first_pair, b.pairs, b.positions.clone());
+            let got: Vec<u64> = report.solved.iter().map(|s| s.index).collect();
+            if got != want {
+                return Err(Error::unprocessable(format!("result: solved positions {got:?}; the batch has {want:?}")));
+            }
+            if let Some(s) = report.solved.iter().find(|s| [&s.cgp, &s.best, &s.sequence].iter().any(|t| t.len() > MAX_SOLVED_TEXT)) {
+                return Err(Error::unprocessable(format!("result: position {}: a text field is longer than {MAX_SOLVED_TEXT} bytes", s.index)));
+            }
+            report.solved.len() as u64
+        }
+    };
     let gcg = check_log("gcg_gz", &u.logs.gcg_gz, &u.logs.gcg_sha256)?;
     let csv = check_log("csv_gz", &u.logs.csv_gz, &u.logs.csv_sha256)?;
     sqlx::query(
@@ -89,7 +115,7 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
     .bind(cell)
     .bind(experiment)
     .bind(Db(&u.result))
-    .bind(tally.games as i64)
+    .bind(games as i64)
     .bind(u.elapsed_ms.min(i64::MAX as u64) as i64)
     .bind(&gcg)
     .bind(&u.logs.gcg_sha256)
@@ -98,31 +124,124 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
     .execute(&mut *tx)
     .await?;
     sqlx::query("UPDATE batches SET state = 'done', lease_expires = NULL, updated_at = now() WHERE id = $1").bind(batch).execute(&mut *tx).await?;
-    let gps = tally.games as f64 / (u.elapsed_ms.max(1) as f64 / 1000.0);
+    let gps = games as f64 / (u.elapsed_ms.max(1) as f64 / 1000.0);
     sqlx::query("UPDATE workers SET games = games + $2, batches = batches + 1, last_seen = now(), games_per_sec = $3 WHERE id = $1")
         .bind(worker)
-        .bind(tally.games as i64)
+        .bind(games as i64)
         .bind(gps)
         .execute(&mut *tx)
         .await?;
-    record_in_cell(&mut tx, cell, pairs, tally).await?;
+    let message = match &u.result {
+        JobResult::Match(tally) => {
+            record_in_cell(&mut tx, cell, pairs, Some(tally)).await?;
+            format!("recorded {games} games")
+        }
+        JobResult::Endgame(report) => {
+            let checks = record_endgames(&mut tx, batch, &b, worker, &report.solved).await?;
+            record_in_cell(&mut tx, cell, pairs, None).await?;
+            format!("recorded {games} positions{checks}")
+        }
+    };
     tx.commit().await?;
-    Ok(Json(UploadResponse { accepted: true, message: format!("recorded {} games", tally.games) }))
+    Ok(Json(UploadResponse { accepted: true, message }))
 }
 
-/// Add a batch's tally to its cell, and finish or stop the cell when it is done.
-async fn record_in_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uuid, pairs: i64, t: &MatchTally) -> Result<()> {
+/// Store a batch's solved positions. A first solve queues the cross-checked ones for another
+/// worker; a check compares each exact value with the exact first solve, and a mismatch is
+/// flagged and queued to be solved once more by a worker that has not solved it yet.
+async fn record_endgames(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, batch: Uuid, b: &BatchRow, worker: Uuid, solved: &[shared::protocol::Solved]) -> Result<String> {
+    let (cell_index, Db(spec)): (i32, Db<ExperimentSpec>) =
+        sqlx::query_as("SELECT c.idx, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1").bind(b.cell_id).fetch_one(&mut **tx).await?;
+    let Some(eg) = &spec.endgame else { return Err(Error::unprocessable("result: an endgame result for a match experiment")) };
+    let first_pass = cell_index == 0;
+    let mut again = Vec::new();
+    for s in solved {
+        let mut disagrees = false;
+        if !first_pass && s.exact && !s.skipped {
+            let first: Option<(i32,)> = sqlx::query_as("SELECT value FROM endgame_solutions WHERE experiment_id = $1 AND idx = $2 AND pass = 'solve' AND exact AND NOT skipped")
+                .bind(b.experiment_id)
+                .bind(s.index as i64)
+                .fetch_optional(&mut **tx)
+                .await?;
+            disagrees = first.is_some_and(|(v,)| v != s.value);
+        }
+        sqlx::query(
+            "INSERT INTO endgame_solutions (experiment_id, idx, batch_id, worker_id, pass, cgp, skipped, value, exact, best, sequence, nodes, ms, disagrees)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+        )
+        .bind(b.experiment_id)
+        .bind(s.index as i64)
+        .bind(batch)
+        .bind(worker)
+        .bind(if first_pass { "solve" } else { "check" })
+        .bind(&s.cgp)
+        .bind(s.skipped)
+        .bind(s.value)
+        .bind(s.exact)
+        .bind(&s.best)
+        .bind(&s.sequence)
+        .bind(s.nodes.min(i64::MAX as u64) as i64)
+        .bind(s.ms.min(i64::MAX as u64) as i64)
+        .bind(disagrees)
+        .execute(&mut **tx)
+        .await?;
+        if first_pass && eg.is_checked(spec.seed, s.index) {
+            again.push(s.index as i64);
+        }
+        if disagrees {
+            tracing::warn!(experiment = %b.experiment_id, position = s.index, %worker, "endgame values disagree; solving it again");
+            again.push(s.index as i64);
+        }
+    }
+    if again.is_empty() {
+        return Ok(String::new());
+    }
+    let (check_cell,): (Uuid,) = sqlx::query_as("SELECT id FROM cells WHERE experiment_id = $1 AND idx = 1").bind(b.experiment_id).fetch_one(&mut **tx).await?;
+    let mut exclude = b.exclude_workers.clone().unwrap_or_default();
+    exclude.push(worker);
+    if !first_pass {
+        // Re-solves were not in the check cell's target.
+        sqlx::query("UPDATE cells SET target_pairs = target_pairs + $2, next_pair = next_pair + $2, status = 'running', stop_reason = NULL WHERE id = $1")
+            .bind(check_cell)
+            .bind(again.len() as i64)
+            .execute(&mut **tx)
+            .await?;
+    }
+    sqlx::query(
+        "INSERT INTO batches (id, cell_id, experiment_id, first_pair, pairs, priority, state, positions, exclude_workers)
+         VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8)",
+    )
+    .bind(Uuid::new_v4())
+    .bind(check_cell)
+    .bind(b.experiment_id)
+    .bind(again[0])
+    .bind(again.len() as i64)
+    .bind(b.priority)
+    .bind(&again)
+    .bind(&exclude)
+    .execute(&mut **tx)
+    .await?;
+    Ok(format!("; {} queued for another worker", again.len()))
+}
+
+/// Add a batch's tally (none for endgames) to its cell, and finish or stop the cell when it is
+/// done.
+async fn record_in_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uuid, pairs: i64, t: Option<&MatchTally>) -> Result<()> {
     let (experiment, Db(mut sum), status, done, target, Db(spec)): (Uuid, Db<MatchTally>, String, i64, i64, Db<ExperimentSpec>) = sqlx::query_as(
         "SELECT c.experiment_id, c.tally, c.status, c.done_pairs, c.target_pairs, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR NO KEY UPDATE OF c",
     )
     .bind(cell)
     .fetch_one(&mut **tx)
     .await?;
-    sum.merge(t);
+    if let Some(t) = t {
+        sum.merge(t);
+    }
     let done = done + pairs;
     let mut next_status = None;
     if status == "running" {
-        if done >= target {
+        if done >= target && t.is_none() {
+            next_status = Some(("finished", format!("all {target} positions solved")));
+        } else if done >= target {
             next_status = Some(("finished", format!("reached its target of {} games", 2 * target)));
         } else if let Some(reason) = spec.sprt.as_ref().and_then(|s| sprt_reason(s, s.decide(&sum))) {
             next_status = Some(("stopped", reason));
@@ -194,11 +313,16 @@ pub async fn recompute(db: &sqlx::PgPool, experiment: Option<Uuid>) -> anyhow::R
     for (cell, Db(stored), done) in &cells {
         let results: Vec<(Db<JobResult>,)> = sqlx::query_as("SELECT result FROM batch_results WHERE cell_id = $1").bind(cell).fetch_all(&mut *tx).await?;
         let mut sum = MatchTally::default();
-        for (Db(JobResult::Match(t)),) in &results {
-            sum.merge(t);
+        let mut positions = 0;
+        for (Db(r),) in &results {
+            match r {
+                JobResult::Match(t) => sum.merge(t),
+                JobResult::Endgame(e) => positions += e.solved.len() as i64,
+            }
         }
-        if sum != *stored || sum.pairs() as i64 != *done {
-            sqlx::query("UPDATE cells SET tally = $2, done_pairs = $3 WHERE id = $1").bind(cell).bind(Db(&sum)).bind(sum.pairs() as i64).execute(&mut *tx).await?;
+        let units = sum.pairs() as i64 + positions;
+        if sum != *stored || units != *done {
+            sqlx::query("UPDATE cells SET tally = $2, done_pairs = $3 WHERE id = $1").bind(cell).bind(Db(&sum)).bind(units).execute(&mut *tx).await?;
             fixed.push(*cell);
         }
     }

@@ -37,18 +37,67 @@ pub const MAX_GAMES: u64 = 1_000_000_000;
 /// Longest experiment name.
 pub const MAX_NAME: usize = 200;
 
-/// The kinds of work the spine carries. Later kinds (sim grids, endgame sets, ...) add variants.
+/// The kinds of work the spine carries: matches between bots (grids of them included), and
+/// sets of endgames to solve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobKind {
     Match,
+    Endgame,
 }
 
 impl JobKind {
     pub fn as_str(self) -> &'static str {
         match self {
             JobKind::Match => "match",
+            JobKind::Endgame => "endgame",
         }
+    }
+}
+
+/// Most positions an endgame experiment may list or generate.
+pub const MAX_POSITIONS: u64 = 100_000;
+
+/// Where an endgame experiment's positions come from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PositionSource {
+    /// CGPs given in the file.
+    Listed(Vec<String>),
+    /// Position `i` is `engine::endgame::sets::bag_emptied(seed, i, bag 0, extra)`: a
+    /// static-vs-static game at the turn its bag emptied, `extra` static moves later. Workers
+    /// generate them; indices whose game ended first are reported as skipped.
+    Generated { count: u64, extra: usize },
+}
+
+/// An endgame experiment: positions, solver limits, and the share solved twice.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndgameSpec {
+    pub source: PositionSource,
+    /// Deepest search; `None`: until solved.
+    pub plies: Option<u8>,
+    /// Time limit per position.
+    pub time_ms: u64,
+    /// Fraction of positions solved a second time, by a different worker.
+    pub cross_check: f64,
+}
+
+impl EndgameSpec {
+    pub fn count(&self) -> u64 {
+        match &self.source {
+            PositionSource::Listed(p) => p.len() as u64,
+            PositionSource::Generated { count, .. } => *count,
+        }
+    }
+
+    /// Whether position `index` is solved twice (a fixed choice from the experiment's seed).
+    pub fn is_checked(&self, seed: u64, index: u64) -> bool {
+        (engine::rng::derive(seed ^ 0xC4EC_C4EC, index) % 1_000_000) < (self.cross_check * 1_000_000.0).round() as u64
+    }
+
+    /// How many positions are solved twice.
+    pub fn checks(&self, seed: u64) -> u64 {
+        (0..self.count()).filter(|&i| self.is_checked(seed, i)).count() as u64
     }
 }
 
@@ -75,9 +124,10 @@ struct File {
     priority: i32,
     #[serde(default = "default_seed")]
     seed: u64,
-    games: u64,
+    games: Option<u64>,
     #[serde(rename = "match")]
     match_: Option<MatchSection>,
+    endgame: Option<EndgameSection>,
     #[serde(default)]
     grid: BTreeMap<String, Vec<toml::Value>>,
     sprt: Option<Sprt>,
@@ -94,6 +144,26 @@ fn default_seed() -> u64 {
 struct MatchSection {
     bot1: String,
     bot2: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndgameSection {
+    #[serde(default)]
+    positions: Vec<String>,
+    generate: Option<GenerateSection>,
+    plies: Option<u8>,
+    /// Seconds per position.
+    time: Option<f64>,
+    cross_check: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GenerateSection {
+    count: u64,
+    #[serde(default)]
+    extra: usize,
 }
 
 /// Artifacts an experiment pins by sha256; unset ones are the coordinator's defaults.
@@ -126,6 +196,9 @@ pub struct ExperimentSpec {
     pub axes: Vec<Axis>,
     pub sprt: Option<Sprt>,
     pub artifacts: Artifacts,
+    /// Set for endgame experiments (whose "games" are positions).
+    #[serde(default)]
+    pub endgame: Option<EndgameSpec>,
 }
 
 /// One grid point.
@@ -148,13 +221,26 @@ impl ExperimentSpec {
         })?;
         let kind = match f.kind.as_str() {
             "match" => JobKind::Match,
-            k => return err("kind", format!("unknown job kind `{k}` (known: match)")),
+            "endgame" => JobKind::Endgame,
+            k => return err("kind", format!("unknown job kind `{k}` (known: match, endgame)")),
         };
         let name = f.name.trim().to_string();
         if name.is_empty() || name.len() > MAX_NAME {
             return err("name", format!("must be 1 to {MAX_NAME} characters"));
         }
-        if f.games == 0 || f.games % 2 == 1 || f.games > MAX_GAMES_PER_CELL {
+        for (field, a) in [("artifacts.lexicon", &f.artifacts.lexicon), ("artifacts.leaves", &f.artifacts.leaves), ("artifacts.winpct", &f.artifacts.winpct)] {
+            if a.as_ref().is_some_and(|h| h.len() != 64 || !h.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())) {
+                return err(field, "must be a lowercase hex sha256");
+            }
+        }
+        if kind == JobKind::Endgame {
+            return Self::parse_endgame(f, name);
+        }
+        if f.endgame.is_some() {
+            return err("endgame", "only an endgame experiment takes an [endgame] section");
+        }
+        let Some(games) = f.games else { return err("games", "a match experiment needs `games` (per cell)") };
+        if games == 0 || games % 2 == 1 || games > MAX_GAMES_PER_CELL {
             return err("games", format!("must be even (deals are paired), 2 to {MAX_GAMES_PER_CELL}"));
         }
         let Some(m) = f.match_ else { return err("match", "a match experiment needs a [match] section with bot1 and bot2") };
@@ -168,11 +254,6 @@ impl ExperimentSpec {
             }
             if !(s.alpha > 0.0 && s.alpha < 0.5 && s.beta > 0.0 && s.beta < 0.5) {
                 return err("sprt", "alpha and beta must be between 0 and 0.5");
-            }
-        }
-        for (field, a) in [("artifacts.lexicon", &f.artifacts.lexicon), ("artifacts.leaves", &f.artifacts.leaves), ("artifacts.winpct", &f.artifacts.winpct)] {
-            if a.as_ref().is_some_and(|h| h.len() != 64 || !h.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())) {
-                return err(field, "must be a lowercase hex sha256");
             }
         }
         let mut axes = Vec::new();
@@ -200,8 +281,8 @@ impl ExperimentSpec {
         if cells > MAX_CELLS as u64 {
             return err("grid", format!("{cells} cells; at most {MAX_CELLS}"));
         }
-        if cells * f.games > MAX_GAMES {
-            return err("games", format!("{} games in all; at most {MAX_GAMES}", cells * f.games));
+        if cells * games > MAX_GAMES {
+            return err("games", format!("{} games in all; at most {MAX_GAMES}", cells * games));
         }
         let spec = ExperimentSpec {
             name,
@@ -209,16 +290,82 @@ impl ExperimentSpec {
             kind,
             priority: f.priority.clamp(-100, 100),
             seed: f.seed,
-            games_per_cell: f.games,
+            games_per_cell: games,
             bots: [m.bot1, m.bot2],
             axes,
             sprt: f.sprt,
             artifacts: f.artifacts,
+            endgame: None,
         };
         spec.check_axes()?;
         // Building every cell validates every bot the grid makes.
         spec.cells()?;
         Ok(spec)
+    }
+
+    fn parse_endgame(f: File, name: String) -> Result<Self, SpecError> {
+        for (field, present) in [("match", f.match_.is_some()), ("grid", !f.grid.is_empty()), ("sprt", f.sprt.is_some()), ("games", f.games.is_some())] {
+            if present {
+                return err(field, "an endgame experiment takes no `games`, [match], [grid] or [sprt]; its size is its positions");
+            }
+        }
+        let Some(e) = f.endgame else { return err("endgame", "an endgame experiment needs an [endgame] section with `positions` or `generate`") };
+        let source = match (e.positions.is_empty(), e.generate) {
+            (false, Some(_)) => return err("endgame", "give `positions` or `generate`, not both"),
+            (true, None) => return err("endgame", "give `positions` (a list of CGPs) or `generate = { count = N, extra = 0 }`"),
+            (true, Some(g)) => {
+                if g.count == 0 || g.count > MAX_POSITIONS {
+                    return err("endgame.generate.count", format!("1 to {MAX_POSITIONS} positions"));
+                }
+                if g.extra > 40 {
+                    return err("endgame.generate.extra", "at most 40 moves after the bag empties");
+                }
+                PositionSource::Generated { count: g.count, extra: g.extra }
+            }
+            (false, None) => {
+                if e.positions.len() as u64 > MAX_POSITIONS {
+                    return err("endgame.positions", format!("{} positions; at most {MAX_POSITIONS}", e.positions.len()));
+                }
+                let dist = engine::tiles::Distribution::english();
+                for (i, cgp) in e.positions.iter().enumerate() {
+                    let field = format!("endgame.positions[{i}]");
+                    let pos = engine::cgp::Position::parse(cgp, &dist).map_err(|d| SpecError { field: field.clone(), message: d.to_string() })?;
+                    let bag = pos.bag_tiles(&dist).len();
+                    if bag != 0 {
+                        return err(field, format!("the bag holds {bag} tiles; an endgame needs it empty"));
+                    }
+                    if pos.racks.iter().any(|r| r.is_empty()) || pos.scoreless >= engine::game::MAX_SCORELESS_TURNS {
+                        return err(field, "the game is already over");
+                    }
+                }
+                PositionSource::Listed(e.positions)
+            }
+        };
+        if e.plies == Some(0) {
+            return err("endgame.plies", "at least 1");
+        }
+        let time = e.time.unwrap_or(60.0);
+        if !(time.is_finite() && time > 0.0 && time <= 3600.0) {
+            return err("endgame.time", "seconds per position, more than 0 and at most 3600");
+        }
+        let cross_check = e.cross_check.unwrap_or(0.1);
+        if !(0.0..=1.0).contains(&cross_check) {
+            return err("endgame.cross_check", "a fraction from 0 to 1");
+        }
+        let spec = EndgameSpec { source, plies: e.plies, time_ms: (time * 1000.0).round().max(1.0) as u64, cross_check };
+        Ok(ExperimentSpec {
+            name,
+            description: f.description,
+            kind: JobKind::Endgame,
+            priority: f.priority.clamp(-100, 100),
+            seed: f.seed,
+            games_per_cell: spec.count(),
+            bots: ["endgame".into(), "endgame".into()],
+            axes: Vec::new(),
+            sprt: None,
+            artifacts: f.artifacts,
+            endgame: Some(spec),
+        })
     }
 
     /// Check each axis value on its own, so that a bad one is reported against its axis.
@@ -247,8 +394,20 @@ impl ExperimentSpec {
         Ok(())
     }
 
-    /// The grid points in row-major order (the last axis varies fastest).
+    /// The grid points in row-major order (the last axis varies fastest). An endgame
+    /// experiment has two cells: 0 solves every position, 1 solves the cross-checked ones again.
     pub fn cells(&self) -> Result<Vec<CellSpec>, SpecError> {
+        if self.kind == JobKind::Endgame {
+            return Ok(["solve", "check"]
+                .iter()
+                .enumerate()
+                .map(|(index, pass)| {
+                    let mut params = serde_json::Map::new();
+                    params.insert("pass".into(), serde_json::Value::from(*pass));
+                    CellSpec { index: index as u32, params, bots: self.bots.clone() }
+                })
+                .collect());
+        }
         let mut out = Vec::new();
         let n: usize = self.axes.iter().map(|a| a.values.len()).product();
         for index in 0..n {
@@ -340,7 +499,8 @@ bot2 = "static"
         rejects(&GRID.replace("[0.5, 1]", "[-1]"), "grid.\"bot1.t\"");
         rejects(&GRID.replace("games = 100", "games = 99"), "games");
         rejects(&GRID.replace("games = 100", "games = 100000000000"), "games");
-        rejects(&GRID.replace("kind = \"match\"", "kind = \"endgame\""), "kind");
+        rejects(&GRID.replace("kind = \"match\"", "kind = \"endgame\""), "match");
+        rejects(&GRID.replace("kind = \"match\"", "kind = \"sudoku\""), "kind");
         rejects(&GRID.replace("kind = \"match\"", "kind = \"match\"\ncolour = 1"), "line 4");
         rejects("name = \"x\"\nkind = \"match\"\ngames = 2\n", "match");
         rejects(&format!("{GRID}\n[sprt]\np0 = 0.6\np1 = 0.5\nalpha = 0.05\nbeta = 0.05\n"), "sprt");
@@ -353,5 +513,24 @@ bot2 = "static"
         let text = "name = \"x\"\nkind = \"match\"\ngames = 2\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n[grid]\nbot2 = [\"greedy\", \"softmax:t=2\"]\n";
         let cells = ExperimentSpec::parse(text).unwrap().cells().unwrap();
         assert_eq!(cells[1].bots, ["static".to_string(), "softmax:t=2".to_string()]);
+    }
+
+    #[test]
+    fn endgame_experiments_validate_their_positions() {
+        let base = "name = \"e\"\nkind = \"endgame\"\nseed = 3\n[endgame]\n";
+        let spec = ExperimentSpec::parse(&format!("{base}generate = {{ count = 50, extra = 2 }}\ncross_check = 0.2\n")).unwrap();
+        let e = spec.endgame.as_ref().unwrap();
+        assert_eq!((spec.games_per_cell, e.count(), e.time_ms), (50, 50, 60_000));
+        let checks = e.checks(3);
+        assert!((3..=20).contains(&checks), "{checks} of 50 at 0.2");
+        assert_eq!(spec.cells().unwrap().len(), 2);
+        let cgp = "15/15/15/15/15/15/15/15/15/15/15/15/15/15/15";
+        rejects(&format!("{base}positions = [\"{cgp} AB/CD 0/0 0\"]\n"), "endgame.positions[0]");
+        rejects(&format!("{base}positions = [\"nonsense\"]\n"), "endgame.positions[0]");
+        rejects(&format!("{base}generate = {{ count = 0 }}\n"), "endgame.generate.count");
+        rejects(&format!("{base}generate = {{ count = 5 }}\ncross_check = 2\n"), "endgame.cross_check");
+        rejects(&format!("{base}generate = {{ count = 5 }}\ntime = -1\n"), "endgame.time");
+        rejects(&format!("{base}"), "endgame");
+        rejects(&format!("games = 4\n{base}generate = {{ count = 5 }}\n"), "games");
     }
 }

@@ -228,3 +228,79 @@ pub fn run_peg(a: PegArgs) -> Result<()> {
     out += &format!("Candidates: {}  Unseen: {total}  Time: {:.2}s  (~: not solved to the end)\n", ranked.len(), start.elapsed().as_secs_f64());
     crate::emit(&out)
 }
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// Positions, one CGP a line (`#` comments).
+    #[arg(long, default_value = "docs/endgame-bench.cgp")]
+    file: std::path::PathBuf,
+    /// Deepest search in plies (default: until solved).
+    #[arg(long)]
+    plies: Option<u8>,
+    /// Thread counts to compare, comma-separated.
+    #[arg(long, default_value = "1,2", value_delimiter = ',')]
+    threads: Vec<usize>,
+    /// Transposition table size in MiB (cleared before every solve).
+    #[arg(long, default_value_t = 256)]
+    table_mb: usize,
+}
+
+/// `worker bench-endgame`: solve a fixed set of positions from a cold table at each thread
+/// count, with per-position times and the speedup over the first thread count.
+pub fn run_bench(a: BenchArgs) -> Result<()> {
+    use anyhow::Context;
+    if a.threads.is_empty() || a.threads.contains(&0) {
+        bail!("--threads: counts of at least 1");
+    }
+    if a.table_mb == 0 || a.table_mb > 1 << 20 {
+        bail!("--table-mb: 1 to 1048576");
+    }
+    let data = a.data.load()?;
+    let ctx = data.ctx();
+    let text = std::fs::read_to_string(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
+    let mut games = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let pos = Position::parse(line, &data.dist).map_err(|e| anyhow::anyhow!("{}:{}: {e}", a.file.display(), i + 1))?;
+        games.push((i + 1, pos.into_game(&data.kwg, &data.dist, 0)));
+    }
+    let solver = Solver::new(a.table_mb << 20);
+    let mut out = String::new();
+    let mut totals = Vec::new();
+    for &threads in &a.threads {
+        let (mut secs, mut nodes) = (0.0, 0u64);
+        for (line, game) in &games {
+            solver.clear();
+            let opts = Options { plies: a.plies, threads, ..Options::default() };
+            let sol = solver.solve(ctx, game, &opts, &|_| {}).map_err(|e| anyhow::anyhow!("{}:{line}: {e}", a.file.display()))?;
+            let s = sol.elapsed.as_secs_f64();
+            out += &format!(
+                "line {line:>3}  threads {threads}  value {:>+5}{}  depth {:>2}  nodes {:>10}  {:>8.3}s  {:>9.0} nodes/s\n",
+                sol.value,
+                if sol.exact { " " } else { "~" },
+                sol.depth,
+                sol.nodes,
+                s,
+                sol.nodes as f64 / s.max(1e-9)
+            );
+            secs += s;
+            nodes += sol.nodes;
+        }
+        totals.push((threads, secs, nodes));
+    }
+    for &(threads, secs, nodes) in &totals {
+        out += &format!(
+            "threads {threads}: {} positions in {secs:.3}s  ({:.0} nodes/s, speedup {:.2}x)\n",
+            games.len(),
+            nodes as f64 / secs.max(1e-9),
+            totals[0].1 / secs.max(1e-9)
+        );
+    }
+    out += &format!("plies: {}  table: {} MiB  (~: not solved to the end)\n", a.plies.map_or("until solved".to_string(), |p| p.to_string()), solver.table_bytes() >> 20);
+    crate::emit(&out)
+}

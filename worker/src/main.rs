@@ -45,6 +45,8 @@ enum Command {
     EndgameSet(endgame::SetArgs),
     /// Rank the plays of a position with one tile in the bag by exact endgames.
     Peg(endgame::PegArgs),
+    /// Time the endgame solver on a fixed set of positions at several thread counts.
+    BenchEndgame(endgame::BenchArgs),
     /// Play bots against each other on paired deals.
     Autoplay(autoplay::Args),
     /// Generate and inspect leave tables.
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
         Command::Endgame(a) => endgame::run(a),
         Command::EndgameSet(a) => endgame::run_set(a),
         Command::Peg(a) => endgame::run_peg(a),
+        Command::BenchEndgame(a) => endgame::run_bench(a),
         Command::Autoplay(a) => autoplay::run(a),
         Command::Leaves(c) => leaves::run(c),
         Command::Bench(a) => bench::run(a),

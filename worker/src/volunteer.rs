@@ -330,13 +330,12 @@ fn short(id: uuid::Uuid) -> String {
 
 /// How a batch's play ended.
 enum Played {
-    Done(MatchTally, Logs),
+    Done(JobResult, Logs),
     Cancelled,
 }
 
 /// Play, heartbeat, upload. Returns the measured games per second when the batch completed.
 async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, pool: &rayon::ThreadPool, quit: &Arc<AtomicU8>) -> Result<Option<f64>> {
-    let Job::Match(job) = &batch.job;
     let cancel = Arc::new(AtomicBool::new(false));
     // Why the heartbeat cancelled: lease lost (409/403/404) or the cell no longer needs it.
     let lost = Arc::new(AtomicBool::new(false));
@@ -371,10 +370,15 @@ async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, poo
     };
     let start = Instant::now();
     let played = {
-        let (job, cancel) = (job.clone(), cancel.clone());
+        let (job, cancel) = (batch.job.clone(), cancel.clone());
         // The games run on the rayon pool; this runtime thread just waits for them, while the
         // heartbeat task runs on the other one.
-        tokio::task::block_in_place(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(|| play(&loaded, &job, &cancel)))))
+        tokio::task::block_in_place(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
+                Job::Match(m) => pool.install(|| play(&loaded, m, &cancel)),
+                Job::Endgame(e) => solve(&loaded, e, pool.current_num_threads(), &cancel),
+            }))
+        })
     };
     let elapsed = start.elapsed();
     cancel.store(true, Ordering::SeqCst);
@@ -396,8 +400,8 @@ async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, poo
         eprintln!("batch {id}: lease lost; results dropped");
         return Ok(None);
     }
-    let (tally, logs) = match played {
-        Played::Done(t, l) => (t, l),
+    let (result, logs) = match played {
+        Played::Done(r, l) => (r, l),
         Played::Cancelled => {
             let req = ReleaseRequest { lease_id: batch.lease_id };
             match client.post::<_, serde_json::Value>(&format!("/batches/{}/release", batch.batch_id), &req).await {
@@ -408,16 +412,21 @@ async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, poo
         }
     };
     let secs = elapsed.as_secs_f64().max(1e-3);
-    let upload = ResultUpload { lease_id: batch.lease_id, result: JobResult::Match(tally), elapsed_ms: elapsed.as_millis() as u64, logs };
+    let games = result.games();
+    let summary = match (&result, &batch.job) {
+        (JobResult::Match(t), Job::Match(job)) => format!("{games} games  {:.1} games/s{}", games as f64 / secs, t.win_rate().map_or(String::new(), |w| format!("  {}: {:.1}%", job.bot1, 100.0 * w))),
+        (JobResult::Endgame(r), _) => format!("{games} endgames  {} exact  {:.2} s each", r.solved.iter().filter(|s| s.exact || s.skipped).count(), secs / games.max(1) as f64),
+        _ => unreachable!("a result matches its job"),
+    };
+    let upload = ResultUpload { lease_id: batch.lease_id, result, elapsed_ms: elapsed.as_millis() as u64, logs };
     let path = format!("/batches/{}/result", batch.batch_id);
     let outcome = match retry("upload", quit, || client.post::<_, UploadResponse>(&path, &upload)).await {
         Ok(r) if r.accepted => "uploaded".to_string(),
         Ok(r) => r.message,
         Err(e) => format!("upload refused: {e}"),
     };
-    let rate = tally.win_rate().map_or(String::new(), |w| format!("  {}: {:.1}%", job.bot1, 100.0 * w));
-    println!("batch {id}  {} cell {}  {} games  {:.1} games/s{rate}  {outcome}", batch.experiment_name, batch.cell_index, tally.games, tally.games as f64 / secs);
-    Ok(Some(tally.games as f64 / secs))
+    println!("batch {id}  {} cell {}  {summary}  {outcome}", batch.experiment_name, batch.cell_index);
+    Ok(Some(games as f64 / secs))
 }
 
 /// Stops a batch's games early (through `Match::play`'s error path).
@@ -459,7 +468,51 @@ fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> 
         gcg.push_str(g);
         csv.push_str(c);
     }
-    Ok(Played::Done(tally, Logs { gcg_sha256: hex(&Sha256::digest(gcg.as_bytes())), gcg_gz: gz64(gcg.as_bytes())?, csv_sha256: hex(&Sha256::digest(csv.as_bytes())), csv_gz: gz64(csv.as_bytes())? }))
+    Ok(Played::Done(JobResult::Match(tally), Logs { gcg_sha256: hex(&Sha256::digest(gcg.as_bytes())), gcg_gz: gz64(gcg.as_bytes())?, csv_sha256: hex(&Sha256::digest(csv.as_bytes())), csv_gz: gz64(csv.as_bytes())? }))
+}
+
+/// Transposition table of a volunteer's endgame solver.
+const ENDGAME_TABLE_BYTES: usize = 256 << 20;
+
+/// Solve an endgame job's positions in order, each on `threads` threads (Lazy SMP); `cancel`
+/// stops it between positions. Endgame batches carry no logs: each solution is its own record.
+fn solve(loaded: &Loaded, job: &EndgameJob, threads: usize, cancel: &AtomicBool) -> Result<Played> {
+    use engine::endgame::{sets::bag_emptied, Options, Solver};
+    let ctx = loaded.data.ctx();
+    let dist = &loaded.data.dist;
+    let solver = Solver::new(ENDGAME_TABLE_BYTES);
+    let mut mg = engine::movegen::Generator::new();
+    let mut solved = Vec::with_capacity(job.positions.len());
+    for p in &job.positions {
+        if cancel.load(Ordering::Relaxed) {
+            return Ok(Played::Cancelled);
+        }
+        let game = match &p.cgp {
+            Some(cgp) => Some(engine::cgp::Position::parse(cgp, dist).with_context(|| format!("position {}", p.index))?.into_game(&loaded.data.kwg, dist, 0)),
+            None => bag_emptied(ctx, loaded.leaves.clone(), job.seed, p.index, 0, job.extra, &mut mg),
+        };
+        let Some(game) = game else {
+            solved.push(Solved { index: p.index, cgp: String::new(), skipped: true, value: 0, exact: true, best: String::new(), sequence: String::new(), nodes: 0, ms: 0 });
+            continue;
+        };
+        let opts = Options { plies: job.plies, threads, time_limit: Some(Duration::from_millis(job.time_ms)), ..Options::default() };
+        let sol = solver.solve(ctx, &game, &opts, &|_| {}).map_err(|e| anyhow::anyhow!("position {}: {e}", p.index))?;
+        let best = sol.pv.first().map_or("-".to_string(), |m| m.notation(dist, |r, c| game.board.at(r, c)));
+        solved.push(Solved {
+            index: p.index,
+            cgp: engine::cgp::write(&game, dist),
+            skipped: false,
+            value: sol.value,
+            exact: sol.exact,
+            best,
+            sequence: crate::endgame::line_notation(ctx, &game, &sol.pv).join("  "),
+            nodes: sol.nodes,
+            ms: sol.elapsed.as_millis() as u64,
+        });
+    }
+    let empty = hex(&Sha256::digest(b""));
+    let logs = Logs { gcg_gz: gz64(b"")?, gcg_sha256: empty.clone(), csv_gz: gz64(b"")?, csv_sha256: empty };
+    Ok(Played::Done(JobResult::Endgame(EndgameReport { solved }), logs))
 }
 
 fn gz64(bytes: &[u8]) -> Result<String> {

@@ -205,3 +205,32 @@ fn sim_bot_plays_the_same_games_on_any_thread_count() {
     };
     assert_eq!(run("1"), run("2"));
 }
+
+#[test]
+fn endgame_prints_value_and_best_move_the_same_at_one_and_two_threads() {
+    let cgp = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/endgame-bench.cgp")).unwrap();
+    let cgp = cgp.lines().find(|l| !l.starts_with('#')).unwrap().to_string();
+    let field = |out: &str, key: &str| out.lines().find_map(|l| l.strip_prefix(key)).map(str::trim).map(String::from).unwrap_or_else(|| panic!("no `{key}` in {out}"));
+    let mut values = Vec::new();
+    for threads in ["1", "2"] {
+        let o = worker(&["endgame", "--cgp", &cgp, "--threads", threads, "--table-mb", "32"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert_eq!(field(&out, "exact:"), "yes");
+        let best = field(&out, "best:");
+        assert!(field(&out, "sequence:").starts_with(&best), "{out}");
+        values.push(field(&out, "value:").parse::<i32>().unwrap());
+        assert!(stderr(&o).contains("depth  1"), "progress per depth: {}", stderr(&o));
+    }
+    assert_eq!(values[0], values[1]);
+
+    // A bag that is not empty, and nonsense options: one line naming the problem, status 2.
+    let o = worker(&["endgame", "--cgp", &format!("{EMPTY} AB/CD 0/0 0")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bag"), "{}", stderr(&o));
+    let o = worker(&["endgame", "--cgp", &cgp, "--plies", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = worker(&["peg", "--cgp", &cgp]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("exactly one"), "{}", stderr(&o));
+}
