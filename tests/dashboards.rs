@@ -3,9 +3,8 @@
 //!
 //! Needs Debian's `chromium` (`apt-get install chromium`), or `$LEXHIVE_CHROMIUM`.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use e2e::*;
-use std::process::Command;
 use std::time::Duration;
 
 const GRID: &str = r#"
@@ -49,27 +48,6 @@ p1 = 0.50
 alpha = 0.05
 beta = 0.05
 "#;
-
-fn chromium() -> String {
-    std::env::var("LEXHIVE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into())
-}
-
-/// The page's DOM after it loaded, as Chromium rendered it.
-fn dump_dom(url: &str, profile: &std::path::Path) -> Result<String> {
-    let out = Command::new(chromium())
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--dump-dom"])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(url)
-        .output();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => bail!("cannot run {} ({e}): install Debian's chromium package (`apt-get install chromium`) or set LEXHIVE_CHROMIUM", chromium()),
-    };
-    if !out.status.success() {
-        bail!("chromium failed on {url}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(String::from_utf8(out.stdout)?)
-}
 
 fn count(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()

@@ -305,3 +305,24 @@ pub async fn worker_named(url: &str, name: &str) -> Result<Option<Value>> {
     Ok(ws.as_array().unwrap().iter().find(|w| w["name"] == name).cloned())
 }
 
+/// The Chromium the dashboard tests drive: `$LEXHIVE_CHROMIUM`, else Debian's.
+pub fn chromium() -> String {
+    std::env::var("LEXHIVE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into())
+}
+
+/// The page's DOM after it loaded, as Chromium rendered it.
+pub fn dump_dom(url: &str, profile: &std::path::Path) -> Result<String> {
+    let out = Command::new(chromium())
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--dump-dom"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(url)
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => bail!("cannot run {} ({e}): install Debian's chromium package (`apt-get install chromium`) or set LEXHIVE_CHROMIUM", chromium()),
+    };
+    if !out.status.success() {
+        bail!("chromium failed on {url}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?)
+}

@@ -2,6 +2,7 @@
 //! inline SVG plots. They reload themselves every few seconds while anything runs.
 
 use crate::error::Result;
+use crate::endgames::{self, SolveRow, TIME_BUCKETS};
 use crate::experiments::{self, CellView, Detail};
 use crate::AppState;
 use axum::extract::{Path, State};
@@ -75,6 +76,10 @@ pub async fn experiments(State(st): State<AppState>) -> Result<Html<String>> {
 /// `/experiments/{id}`: win rates with intervals per cell, a heatmap for 2-D grids, progress.
 pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Html<String>> {
     let d = experiments::detail(&st.db, id).await?;
+    if d.spec.endgame.is_some() {
+        let rows = endgames::solves(&st.db, id).await?;
+        return Ok(endgame_page(&d, &rows));
+    }
     let h = experiments::history(&st.db, id, d.cells.len()).await?;
     let s = &d.summary;
     let mut b = String::new();
@@ -164,6 +169,114 @@ pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Res
     );
     let live = s.status == "queued" || s.status == "running";
     Ok(page(&s.name, live, &b))
+}
+
+/// An endgame experiment: positions solved and cross-checked, the solve-time distribution,
+/// disagreements between workers, and every position's value and best sequence.
+fn endgame_page(d: &Detail, rows: &[SolveRow]) -> Html<String> {
+    use shared::experiment::PositionSource;
+    let s = &d.summary;
+    let spec = &d.spec;
+    let e = spec.endgame.as_ref().expect("an endgame experiment");
+    let mut b = String::new();
+    let source = match &e.source {
+        PositionSource::Listed(p) => format!("{} listed positions", p.len()),
+        PositionSource::Generated { count, extra } => format!("{count} positions where the bag just emptied in static self-play (seed {}, {extra} moves later)", spec.seed),
+    };
+    let _ = write!(
+        b,
+        "<p class=\"meta\"><span class=\"status {st}\" id=\"status\">{st}</span> endgame: {source}; {t:.1} s per position{plies}; {cc:.0}% solved twice by different workers</p>",
+        st = esc(&s.status),
+        source = esc(&source),
+        t = e.time_ms as f64 / 1000.0,
+        plies = e.plies.map_or(String::new(), |p| format!(", {p} plies at most")),
+        cc = 100.0 * e.cross_check,
+    );
+    let target = |i: usize| d.cells.get(i).map_or(0, |c| c.target_games);
+    let firsts: Vec<&SolveRow> = rows.iter().filter(|r| r.pass == "solve").collect();
+    let checks = rows.iter().filter(|r| r.pass == "check").count();
+    let disputed: Vec<i64> = {
+        let mut v: Vec<i64> = rows.iter().filter(|r| r.disagrees).map(|r| r.index).collect();
+        v.dedup();
+        v
+    };
+    let _ = write!(
+        b,
+        "<p id=\"progress\">solved <span id=\"solved\">{}</span> / {} · cross-checked <span id=\"checked\">{checks}</span> / {} · disagreements <span id=\"disagreements\">{}</span> · {} exact</p>",
+        firsts.len(),
+        target(0),
+        target(1),
+        disputed.len(),
+        firsts.iter().filter(|r| r.exact && !r.skipped).count()
+    );
+    b.push_str("<h2>Time to solve (first solves)</h2>");
+    let hist = endgames::time_histogram(rows);
+    let top = hist.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let (w, h, bar) = (520.0, 160.0, 520.0 / TIME_BUCKETS.len() as f64);
+    let _ = write!(b, "<svg id=\"times\" viewBox=\"0 0 {w} {}\" width=\"{w}\" height=\"{}\">", h + 20.0, h + 20.0);
+    for (i, (&n, (_, label))) in hist.iter().zip(TIME_BUCKETS.iter()).enumerate() {
+        let bh = (h - 20.0) * n as f64 / top;
+        let x = i as f64 * bar;
+        let _ = write!(
+            b,
+            "<rect class=\"bucket\" data-count=\"{n}\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\"><title>{label}: {n}</title></rect><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{n}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text>",
+            x + 6.0,
+            h - bh,
+            bar - 12.0,
+            x + bar / 2.0,
+            h - bh - 4.0,
+            x + bar / 2.0,
+            h + 14.0
+        );
+    }
+    b.push_str("</svg>");
+    if !disputed.is_empty() {
+        b.push_str("<h2>Disagreements</h2><table id=\"disputes\"><tr><th>position</th><th>worker</th><th>pass</th><th>value</th><th>exact</th></tr>");
+        for r in rows.iter().filter(|r| disputed.contains(&r.index)) {
+            let _ = write!(b, "<tr class=\"dispute\" data-index=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{:+}</td><td>{}</td></tr>", r.index, r.index, esc(&r.worker), r.pass, r.value, r.exact);
+        }
+        b.push_str("</table>");
+    }
+    b.push_str("<h2>Positions</h2><table id=\"positions\"><tr><th>#</th><th>value</th><th>best</th><th>sequence</th><th>nodes</th><th>time</th><th>worker</th><th>cross-check</th></tr>");
+    for r in firsts.iter().take(1000) {
+        let others: Vec<&SolveRow> = rows.iter().filter(|o| o.index == r.index && o.pass == "check").collect();
+        let check = if others.is_empty() {
+            "–".to_string()
+        } else if others.iter().any(|o| o.disagrees) {
+            "<span class=\"status failed\">disagrees</span>".to_string()
+        } else {
+            format!("agrees ({})", others.iter().map(|o| esc(&o.worker)).collect::<Vec<_>>().join(", "))
+        };
+        if r.skipped {
+            let _ = write!(b, "<tr class=\"position\" data-index=\"{i}\"><td>{i}</td><td colspan=\"5\">skipped: that game ended before its bag emptied</td><td>{}</td><td>{check}</td></tr>", esc(&r.worker), i = r.index);
+            continue;
+        }
+        let _ = write!(
+            b,
+            "<tr class=\"position\" data-index=\"{i}\" data-value=\"{v}\"><td title=\"{cgp}\">{i}</td><td>{v:+}{ex}</td><td>{best}</td><td><small>{seq}</small></td><td>{n}</td><td>{t:.3} s</td><td>{wk}</td><td>{check}</td></tr>",
+            i = r.index,
+            v = r.value,
+            ex = if r.exact { "" } else { " ~" },
+            cgp = esc(&r.cgp),
+            best = esc(&r.best),
+            seq = esc(&r.sequence),
+            n = r.nodes,
+            t = r.ms as f64 / 1000.0,
+            wk = esc(&r.worker),
+        );
+    }
+    b.push_str("</table><p class=\"meta\">~: not solved to the end within the limits. Hover a position's number for its CGP.</p>");
+    if !d.contributors.is_empty() {
+        b.push_str("<h2>Contributors</h2><table id=\"contributors\"><tr><th>worker</th><th>positions</th><th>batches</th></tr>");
+        for c in &d.contributors {
+            let _ = write!(b, "<tr class=\"contributor\"><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&c.name), c.games, c.batches);
+        }
+        b.push_str("</table>");
+    }
+    let id = s.id;
+    let _ = write!(b, "<p class=\"meta\">JSON: <a href=\"/api/v1/experiments/{id}\">/api/v1/experiments/{id}</a>, <a href=\"/api/v1/experiments/{id}/endgames\">endgames</a></p>");
+    let live = s.status == "queued" || s.status == "running";
+    page(&s.name, live, &b)
 }
 
 /// A cell's grid values, or its bots when there is no grid.

@@ -249,7 +249,7 @@ struct CellRow {
 }
 
 impl CellRow {
-    fn view(self, sprt: Option<&Sprt>) -> CellView {
+    fn view(self, sprt: Option<&Sprt>, endgame: bool) -> CellView {
         let t = self.tally.0;
         let ci = t.interval();
         CellView {
@@ -260,7 +260,8 @@ impl CellRow {
             status: self.status,
             stop_reason: self.stop_reason,
             games: t.games,
-            target_games: 2 * self.target_pairs,
+            // An endgame cell's units are positions, a match cell's pairs of games.
+            target_games: if endgame { self.target_pairs } else { 2 * self.target_pairs },
             wins: t.wins,
             draws: t.draws,
             losses: t.losses,
@@ -284,7 +285,7 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     let summary = summary(row.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?);
     let (Db(spec),): (Db<ExperimentSpec>,) = sqlx::query_as("SELECT spec FROM experiments WHERE id = $1").bind(id).fetch_one(db).await?;
     let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_pairs, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
-    let cells = rows.into_iter().map(|r| r.view(spec.sprt.as_ref())).collect();
+    let cells = rows.into_iter().map(|r| r.view(spec.sprt.as_ref(), spec.endgame.is_some())).collect();
     let counts: Vec<(String, i64)> = sqlx::query_as("SELECT state, count(*) FROM batches WHERE experiment_id = $1 GROUP BY state").bind(id).fetch_all(db).await?;
     let mut batches = serde_json::Map::new();
     for s in ["queued", "leased", "done", "parked", "cancelled"] {

@@ -5,6 +5,7 @@
 mod artifacts;
 mod auth;
 mod dashboard;
+mod endgames;
 mod error;
 mod experiments;
 mod queue;
@@ -141,6 +142,7 @@ pub fn router(state: AppState) -> Router {
         .route("/experiments/{id}/stop", post(experiments::stop))
         .route("/experiments/{id}/batches", get(results::list))
         .route("/experiments/{id}/history", get(experiments::api_history))
+        .route("/experiments/{id}/endgames", get(endgames::api_solves))
         .route("/workers", get(workers::api_list))
         .route("/workers/register", post(queue::register))
         .route("/claim", post(queue::claim))

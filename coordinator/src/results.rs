@@ -157,13 +157,15 @@ async fn record_endgames(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, batch: 
     let mut again = Vec::new();
     for s in solved {
         let mut disagrees = false;
-        if !first_pass && s.exact && !s.skipped {
-            let first: Option<(i32,)> = sqlx::query_as("SELECT value FROM endgame_solutions WHERE experiment_id = $1 AND idx = $2 AND pass = 'solve' AND exact AND NOT skipped")
+        if !first_pass {
+            // Compared with the first solve: whether there was a position at all, and the values
+            // where both searches reached the end.
+            let first: Option<(bool, bool, i32)> = sqlx::query_as("SELECT skipped, exact, value FROM endgame_solutions WHERE experiment_id = $1 AND idx = $2 AND pass = 'solve'")
                 .bind(b.experiment_id)
                 .bind(s.index as i64)
                 .fetch_optional(&mut **tx)
                 .await?;
-            disagrees = first.is_some_and(|(v,)| v != s.value);
+            disagrees = first.is_some_and(|(skipped, exact, value)| skipped != s.skipped || (!skipped && exact && s.exact && value != s.value));
         }
         sqlx::query(
             "INSERT INTO endgame_solutions (experiment_id, idx, batch_id, worker_id, pass, cgp, skipped, value, exact, best, sequence, nodes, ms, disagrees)
@@ -188,8 +190,8 @@ async fn record_endgames(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, batch: 
         if first_pass && eg.is_checked(spec.seed, s.index) {
             again.push(s.index as i64);
         }
-        if disagrees {
-            tracing::warn!(experiment = %b.experiment_id, position = s.index, %worker, "endgame values disagree; solving it again");
+        if disagrees && !settled(tx, b.experiment_id, s.index).await? {
+            tracing::warn!(experiment = %b.experiment_id, position = s.index, %worker, "endgame solves disagree; solving it again");
             again.push(s.index as i64);
         }
     }
@@ -222,6 +224,15 @@ async fn record_endgames(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, batch: 
     .execute(&mut **tx)
     .await?;
     Ok(format!("; {} queued for another worker", again.len()))
+}
+
+/// Whether two workers' solves of a position agree (both found no position, or both reached
+/// the end with the same value): then it needs no more solves.
+async fn settled(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment: Uuid, index: u64) -> Result<bool> {
+    let solves: Vec<(Uuid, bool, bool, i32)> =
+        sqlx::query_as("SELECT worker_id, skipped, exact, value FROM endgame_solutions WHERE experiment_id = $1 AND idx = $2").bind(experiment).bind(index as i64).fetch_all(&mut **tx).await?;
+    let agree = |a: &(Uuid, bool, bool, i32), b: &(Uuid, bool, bool, i32)| a.0 != b.0 && a.1 == b.1 && (a.1 || (a.2 && b.2 && a.3 == b.3));
+    Ok(solves.iter().enumerate().any(|(i, a)| solves[i + 1..].iter().any(|b| agree(a, b))))
 }
 
 /// Add a batch's tally (none for endgames) to its cell, and finish or stop the cell when it is

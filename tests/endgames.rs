@@ -1,0 +1,130 @@
+//! Endgame experiments on the spine: a coordinator, two real volunteers and a lying worker
+//! (plain HTTP). Every position is solved and cross-checked by a different worker; the liar's
+//! wrong values are caught by the checks, flagged and solved a third time; the volunteers'
+//! values agree with each other; the dashboard in Chromium shows it all.
+
+use anyhow::Result;
+use base64::Engine as _;
+use e2e::*;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::time::Duration;
+
+const SET: &str = r#"
+name = "small endgames"
+kind = "endgame"
+seed = 4
+[endgame]
+generate = { count = 10, extra = 4 }
+time = 30
+cross_check = 1.0
+"#;
+
+fn gz64(text: &str) -> (String, String) {
+    use sha2::Digest;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(text.as_bytes()).unwrap();
+    let sha = sha2::Sha256::digest(text.as_bytes()).iter().map(|x| format!("{x:02x}")).collect();
+    (base64::engine::general_purpose::STANDARD.encode(e.finish().unwrap()), sha)
+}
+
+async fn post(http: &reqwest::Client, url: &str, token: Option<&str>, body: Value) -> (u16, Value) {
+    let mut r = http.post(url).json(&body);
+    if let Some(t) = token {
+        r = r.bearer_auth(t);
+    }
+    let resp = r.send().await.expect("request");
+    (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
+    let token = researcher_token(&db.url)?;
+    let dir = Scratch::new("endgames");
+    let id = submit(&coord.url, &token, &experiment_file(&dir.0, "set.toml", SET))?;
+    let api = format!("{}/api/v1", coord.url);
+    let http = reqwest::Client::new();
+
+    // The liar takes the first batch and reports a made-up value for each position.
+    let (s, v) = post(&http, &format!("{api}/workers/register"), None, json!({ "protocol": shared::PROTOCOL_VERSION, "name": "liar", "threads": 2 })).await;
+    assert_eq!(s, 200, "{v}");
+    let liar = v["token"].as_str().unwrap().to_string();
+    let (s, batch) = post(&http, &format!("{api}/claim"), Some(&liar), json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "games_per_sec": null })).await;
+    assert_eq!((s, batch["status"].as_str()), (200, Some("batch")), "{batch}");
+    assert_eq!(batch["job"]["kind"], "endgame");
+    let lied: Vec<u64> = batch["job"]["positions"].as_array().unwrap().iter().map(|p| p["index"].as_u64().unwrap()).collect();
+    assert!(!lied.is_empty());
+    let solved: Vec<Value> = lied
+        .iter()
+        .map(|&i| json!({ "index": i, "cgp": "made up", "skipped": false, "value": 999, "exact": true, "best": "-", "sequence": "-", "nodes": 1, "ms": 1 }))
+        .collect();
+    let (gz, sha) = gz64("");
+    let body = json!({ "lease_id": batch["lease_id"], "elapsed_ms": 5, "result": { "kind": "endgame", "solved": solved },
+                       "logs": { "gcg_gz": gz, "gcg_sha256": sha, "csv_gz": gz, "csv_sha256": sha } });
+    // Positions that are not the batch's are refused.
+    let mut wrong = body.clone();
+    wrong["result"]["solved"][0]["index"] = json!(1000);
+    let (s, v) = post(&http, &format!("{api}/batches/{}/result", batch["batch_id"].as_str().unwrap()), Some(&liar), wrong).await;
+    assert_eq!(s, 422, "{v}");
+    let (s, v) = post(&http, &format!("{api}/batches/{}/result", batch["batch_id"].as_str().unwrap()), Some(&liar), body).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(v["message"].as_str().unwrap().contains("queued for another worker"), "{v}");
+
+    // Two honest volunteers do the rest: first solves, cross-checks, and re-solves.
+    let mut a = volunteer(&coord.url, "volunteer-a", &dir.0.join("a"), &[])?;
+    let mut b = volunteer(&coord.url, "volunteer-b", &dir.0.join("b"), &[])?;
+    let done = wait_for_status(&coord.url, id, &["finished", "failed"], Duration::from_secs(120)).await;
+    let _ = (a.kill(), b.kill(), a.wait(), b.wait());
+    let done = done?;
+    assert_eq!(done["status"], "finished", "{done}");
+
+    let rows = get_json(&format!("{api}/experiments/{id}/endgames")).await?;
+    let rows = rows.as_array().unwrap();
+    let mut by_pos: HashMap<u64, Vec<&Value>> = HashMap::new();
+    for r in rows {
+        by_pos.entry(r["index"].as_u64().unwrap()).or_default().push(r);
+    }
+    assert_eq!(by_pos.len(), 10, "every position solved");
+    let mut disputed = 0;
+    for (i, solves) in &by_pos {
+        let first: Vec<_> = solves.iter().filter(|r| r["pass"] == "solve").collect();
+        assert_eq!(first.len(), 1, "position {i} solved once first: {solves:?}");
+        let checks: Vec<_> = solves.iter().filter(|r| r["pass"] == "check").collect();
+        assert!(!checks.is_empty(), "position {i} cross-checked");
+        let workers: HashSet<&str> = solves.iter().map(|r| r["worker"].as_str().unwrap()).collect();
+        assert_eq!(workers.len(), solves.len(), "position {i}: each solve by a different worker: {solves:?}");
+        if lied.contains(i) {
+            // The check caught the lie, and a third worker settled it.
+            assert!(checks[0]["disagrees"].as_bool().unwrap(), "{solves:?}");
+            assert_eq!(checks.len(), 2, "re-solved once: {solves:?}");
+            assert_eq!(checks[0]["value"], checks[1]["value"], "the honest workers agree: {solves:?}");
+            assert!(!checks[1]["disagrees"].as_bool().unwrap() || checks[1]["value"] != 999);
+            disputed += 1;
+        } else {
+            assert_eq!(checks.len(), 1);
+            assert_eq!(checks[0]["disagrees"], false, "honest workers agree: {solves:?}");
+            assert_eq!(checks[0]["value"], first[0]["value"], "{solves:?}");
+            assert_eq!(checks[0]["skipped"], first[0]["skipped"]);
+            if !first[0]["skipped"].as_bool().unwrap() {
+                assert!(first[0]["exact"].as_bool().unwrap() && first[0]["best"].as_str().unwrap().len() > 0);
+            }
+        }
+    }
+    assert_eq!(disputed, lied.len());
+
+    // The dashboard, in Chromium.
+    let page = dump_dom(&format!("{}/experiments/{id}", coord.url), &dir.0.join("chromium"))?;
+    assert!(page.contains("solved <span id=\"solved\">10</span> / 10"), "{page}");
+    assert!(page.contains(&format!("disagreements <span id=\"disagreements\">{}</span>", lied.len())));
+    assert_eq!(page.matches("<tr class=\"position\"").count(), 10);
+    assert_eq!(page.matches("<tr class=\"dispute\"").count(), 3 * lied.len(), "three solves of each disputed position");
+    let buckets: u64 = page.match_indices("<rect class=\"bucket\" data-count=\"").map(|(at, m)| page[at + m.len()..].split('"').next().unwrap().parse::<u64>().unwrap()).sum();
+    let unskipped = rows.iter().filter(|r| r["pass"] == "solve" && r["skipped"] == false).count() as u64;
+    assert_eq!(buckets, unskipped, "the time histogram counts every first solve");
+    assert!(!page.contains("http-equiv=\"refresh\""));
+    drop(coord);
+    db.drop_db().await
+}
