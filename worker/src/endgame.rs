@@ -35,6 +35,19 @@ pub struct Args {
     table_mb: usize,
 }
 
+/// The solver's time limit (`--time` seconds) and table size (`--table-mb`), checked.
+fn limits(time: Option<f64>, table_mb: usize) -> Result<(Option<Duration>, usize)> {
+    let time = match time {
+        Some(s) if !(s.is_finite() && s > 0.0) => bail!("--time: a positive number of seconds"),
+        Some(s) => Some(Duration::from_secs_f64(s)),
+        None => None,
+    };
+    if table_mb == 0 || table_mb > 1 << 20 {
+        bail!("--table-mb: 1 to 1048576");
+    }
+    Ok((time, table_mb << 20))
+}
+
 /// Notation of each move of `line`, each written on the board as it stood before it.
 pub fn line_notation(ctx: engine::movegen::Ctx, game: &Game, line: &[Move]) -> Vec<String> {
     let mut g = game.clone();
@@ -56,19 +69,12 @@ pub fn run(a: Args) -> Result<()> {
     if a.plies == Some(0) {
         bail!("--plies: at least 1");
     }
-    let time_limit = match a.time {
-        Some(s) if !(s.is_finite() && s > 0.0) => bail!("--time: a positive number of seconds"),
-        Some(s) => Some(Duration::from_secs_f64(s)),
-        None => None,
-    };
-    if a.table_mb == 0 || a.table_mb > 1 << 20 {
-        bail!("--table-mb: 1 to 1048576");
-    }
+    let (time_limit, table_bytes) = limits(a.time, a.table_mb)?;
     let data = a.data.load()?;
     let ctx = data.ctx();
     let pos = Position::parse(&a.cgp, &data.dist)?;
     let game = pos.into_game(&data.kwg, &data.dist, 0);
-    let solver = Solver::new(a.table_mb << 20);
+    let solver = Solver::new(table_bytes);
     let opts = Options { plies: a.plies, threads: a.threads, time_limit, win_only: a.win_only, first_moves: a.moves };
     let progress = |d: &Depth| {
         let best = d.best.notation(ctx.dist, |r, c| game.board.at(r, c));
@@ -172,14 +178,7 @@ pub fn run_peg(a: PegArgs) -> Result<()> {
     if a.threads == 0 {
         bail!("--threads: at least 1");
     }
-    let time_limit = match a.time {
-        Some(s) if !(s.is_finite() && s > 0.0) => bail!("--time: a positive number of seconds"),
-        Some(s) => Some(Duration::from_secs_f64(s)),
-        None => None,
-    };
-    if a.table_mb == 0 || a.table_mb > 1 << 20 {
-        bail!("--table-mb: 1 to 1048576");
-    }
+    let (time_limit, table_bytes) = limits(a.time, a.table_mb)?;
     let data = a.data.load()?;
     let ctx = data.ctx();
     let leaves = crate::data::load_leaves(a.leaves.as_deref())?.map(std::sync::Arc::new);
@@ -196,7 +195,7 @@ pub fn run_peg(a: PegArgs) -> Result<()> {
     if moves.is_empty() {
         bail!("--cgp: the player on turn has no placement");
     }
-    let solver = Solver::new(a.table_mb << 20);
+    let solver = Solver::new(table_bytes);
     let opts = Options { threads: a.threads, time_limit, ..Options::default() };
     let bar = indicatif::ProgressBar::new(moves.len() as u64)
         .with_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} candidates  {elapsed}").expect("valid template"));
@@ -254,9 +253,7 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
     if a.threads.is_empty() || a.threads.contains(&0) {
         bail!("--threads: counts of at least 1");
     }
-    if a.table_mb == 0 || a.table_mb > 1 << 20 {
-        bail!("--table-mb: 1 to 1048576");
-    }
+    let (_, table_bytes) = limits(None, a.table_mb)?;
     let data = a.data.load()?;
     let ctx = data.ctx();
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
@@ -269,7 +266,7 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
         let pos = Position::parse(line, &data.dist).map_err(|e| anyhow::anyhow!("{}:{}: {e}", a.file.display(), i + 1))?;
         games.push((i + 1, pos.into_game(&data.kwg, &data.dist, 0)));
     }
-    let solver = Solver::new(a.table_mb << 20);
+    let solver = Solver::new(table_bytes);
     let mut out = String::new();
     let mut totals = Vec::new();
     for &threads in &a.threads {
