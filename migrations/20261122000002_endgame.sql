@@ -27,3 +27,6 @@ CREATE TABLE endgame_solutions (
     PRIMARY KEY (batch_id, idx)
 );
 CREATE INDEX endgame_solutions_position ON endgame_solutions (experiment_id, idx);
+
+-- What an experiment made, as an artifact (a wintable experiment's fitted table).
+ALTER TABLE experiments ADD COLUMN output_sha256 text REFERENCES artifacts (sha256);

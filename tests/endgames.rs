@@ -109,7 +109,7 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
             assert_eq!(checks[0]["value"], first[0]["value"], "{solves:?}");
             assert_eq!(checks[0]["skipped"], first[0]["skipped"]);
             if !first[0]["skipped"].as_bool().unwrap() {
-                assert!(first[0]["exact"].as_bool().unwrap() && first[0]["best"].as_str().unwrap().len() > 0);
+                assert!(first[0]["exact"].as_bool().unwrap() && !first[0]["best"].as_str().unwrap().is_empty());
             }
         }
     }

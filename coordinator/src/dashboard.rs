@@ -80,6 +80,9 @@ pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Res
         let rows = endgames::solves(&st.db, id).await?;
         return Ok(endgame_page(&d, &rows));
     }
+    if d.spec.kind == shared::experiment::JobKind::Wintable {
+        return wintable_page(&st, &d).await;
+    }
     let h = experiments::history(&st.db, id, d.cells.len()).await?;
     let s = &d.summary;
     let mut b = String::new();
@@ -277,6 +280,63 @@ fn endgame_page(d: &Detail, rows: &[SolveRow]) -> Html<String> {
     let _ = write!(b, "<p class=\"meta\">JSON: <a href=\"/api/v1/experiments/{id}\">/api/v1/experiments/{id}</a>, <a href=\"/api/v1/experiments/{id}/endgames\">endgames</a></p>");
     let live = s.status == "queued" || s.status == "running";
     page(&s.name, live, &b)
+}
+
+/// A wintable experiment: progress, throughput, and once fitted the table itself, plotted as
+/// P(win) against spread for a few counts of unseen tiles, with a link to the artifact.
+async fn wintable_page(st: &AppState, d: &Detail) -> Result<Html<String>> {
+    let s = &d.summary;
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<p class=\"meta\"><span class=\"status {st}\" id=\"status\">{st}</span> wintable: {g} static-vs-static games, seed {seed}, every position counted by tiles unseen and spread</p>",
+        st = esc(&s.status),
+        g = d.spec.games_per_cell,
+        seed = d.spec.seed,
+    );
+    let _ = write!(b, "<p id=\"progress\">{} · {:.0} games/hour</p>", progress(s.games, s.target_games), s.games_per_hour);
+    let h = experiments::history(&st.db, s.id, d.cells.len()).await?;
+    if !h.games.is_empty() {
+        b.push_str("<h2>Throughput</h2>");
+        b.push_str(&throughput_plot(&h));
+    }
+    if let Some(sha) = &d.output_sha256 {
+        let (bytes,): (Vec<u8>,) = sqlx::query_as("SELECT bytes FROM artifacts WHERE sha256 = $1").bind(sha).fetch_one(&st.db).await?;
+        let table = engine::winpct::WinTable::parse(&String::from_utf8_lossy(&bytes), sha).map_err(|e| crate::error::Error::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        let _ = write!(b, "<h2>The fitted table</h2><p>Artifact <a id=\"table\" href=\"/api/v1/artifacts/{sha}\">{sha}</a> (role <code>winpct</code>; pin it in an experiment's <code>[artifacts]</code>, or make it the default with <code>coordinator artifact --role winpct --default</code>).</p>");
+        b.push_str(&wintable_plot(&table));
+    }
+    let live = s.status == "queued" || s.status == "running";
+    Ok(page(&s.name, live, &b))
+}
+
+/// P(win) for the player to move against spread, one line per count of unseen tiles.
+fn wintable_plot(t: &engine::winpct::WinTable) -> String {
+    let (w, ht, left, bottom) = (760.0, 300.0, 50.0, 30.0);
+    let sm = t.spread_max() as f64;
+    let x = |spread: f64| left + (spread + sm) / (2.0 * sm) * (w - left - 110.0);
+    let y = |p: f64| 10.0 + (1.0 - p) * (ht - bottom - 10.0);
+    let mut s = format!("<svg id=\"wintable\" class=\"plot\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"P(win) against spread\">");
+    for p in [0.0, 0.25, 0.5, 0.75, 1.0] {
+        let _ = write!(s, "<line class=\"grid\" x1=\"{left}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/><text class=\"tick\" x=\"4\" y=\"{:.1}\">{:.0}%</text>", x(sm), y(p), y(p), y(p) + 4.0, 100.0 * p);
+    }
+    for spread in [-sm, -sm / 2.0, 0.0, sm / 2.0, sm] {
+        let _ = write!(s, "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{spread:+.0}</text>", x(spread), ht - 8.0);
+    }
+    let rows = [t.unseen_max(), 50, 20, 7].into_iter().filter(|&u| u <= t.unseen_max());
+    for (i, unseen) in rows.enumerate() {
+        let points: Vec<String> = (-t.spread_max()..=t.spread_max()).step_by(5).map(|sp| format!("{:.1},{:.1}", x(sp as f64), y(t.win_prob(sp, unseen)))).collect();
+        let colour = ["#888", "#3b7dd8", "#d8893b", "#c0392b"][i % 4];
+        let _ = write!(
+            s,
+            "<polyline class=\"series\" data-unseen=\"{unseen}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/><text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" fill=\"{colour}\">{unseen} unseen</text>",
+            points.join(" "),
+            w - 100.0,
+            20.0 + 16.0 * i as f64
+        );
+    }
+    s.push_str("</svg>");
+    s
 }
 
 /// A cell's grid values, or its bots when there is no grid.

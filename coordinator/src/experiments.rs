@@ -175,6 +175,8 @@ pub struct Detail {
     pub parked: Vec<ParkedBatch>,
     /// Workers that recorded results for this experiment, most games first.
     pub contributors: Vec<Contributor>,
+    /// The artifact the experiment made (a wintable experiment's fitted table), by sha256.
+    pub output_sha256: Option<String>,
 }
 
 #[derive(Serialize, sqlx::FromRow)]
@@ -283,7 +285,7 @@ impl CellRow {
 pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     let row: Option<SummaryRow> = sqlx::query_as(concat!(summary_sql!(), " WHERE e.id = $1")).bind(id).fetch_optional(db).await?;
     let summary = summary(row.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?);
-    let (Db(spec),): (Db<ExperimentSpec>,) = sqlx::query_as("SELECT spec FROM experiments WHERE id = $1").bind(id).fetch_one(db).await?;
+    let (Db(spec), output_sha256): (Db<ExperimentSpec>, Option<String>) = sqlx::query_as("SELECT spec, output_sha256 FROM experiments WHERE id = $1").bind(id).fetch_one(db).await?;
     let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_pairs, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
     let cells = rows.into_iter().map(|r| r.view(spec.sprt.as_ref(), spec.endgame.is_some())).collect();
     let counts: Vec<(String, i64)> = sqlx::query_as("SELECT state, count(*) FROM batches WHERE experiment_id = $1 GROUP BY state").bind(id).fetch_all(db).await?;
@@ -305,7 +307,7 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     .bind(id)
     .fetch_all(db)
     .await?;
-    Ok(Detail { summary, spec, cells, batches, parked, contributors })
+    Ok(Detail { summary, spec, cells, batches, parked, contributors, output_sha256 })
 }
 
 /// Why an SPRT stopped a cell, in words for the dashboard.

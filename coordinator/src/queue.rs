@@ -156,6 +156,7 @@ async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs:
     .await?;
     let spec = spec.0;
     let job = match &spec.endgame {
+        None if spec.kind == shared::experiment::JobKind::Wintable => Job::Wintable(WintableJob { seed: spec.seed, first_pair: first_pair as u64, pairs: pairs as u64 }),
         Some(e) => {
             use shared::experiment::PositionSource;
             let listed = match &e.source {

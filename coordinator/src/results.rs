@@ -13,6 +13,8 @@ use axum::Json;
 use base64::Engine as _;
 use shared::experiment::ExperimentSpec;
 use shared::protocol::{JobResult, ResultUpload, UploadResponse};
+use engine::tiles::Distribution;
+use engine::winpct::WinSamples;
 use shared::stats::MatchTally;
 use sqlx::types::Json as Db;
 use std::io::Read;
@@ -102,6 +104,13 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
             }
             report.solved.len() as u64
         }
+        JobResult::Wintable(w) => {
+            if w.games != 2 * pairs as u64 {
+                return Err(Error::unprocessable(format!("result: {} games; the batch has {}", w.games, 2 * pairs)));
+            }
+            WinSamples::new(&Distribution::english()).add_counts(&w.counts).map_err(|e| Error::unprocessable(format!("result.counts: {e}")))?;
+            w.games
+        }
     };
     let gcg = check_log("gcg_gz", &u.logs.gcg_gz, &u.logs.gcg_sha256)?;
     let csv = check_log("csv_gz", &u.logs.csv_gz, &u.logs.csv_sha256)?;
@@ -133,13 +142,21 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
         .await?;
     let message = match &u.result {
         JobResult::Match(tally) => {
-            record_in_cell(&mut tx, cell, pairs, Some(tally)).await?;
+            record_in_cell(&mut tx, cell, pairs, Some(tally), &|target| format!("reached its target of {} games", 2 * target)).await?;
             format!("recorded {games} games")
         }
         JobResult::Endgame(report) => {
             let checks = record_endgames(&mut tx, batch, &b, worker, &report.solved).await?;
-            record_in_cell(&mut tx, cell, pairs, None).await?;
+            record_in_cell(&mut tx, cell, pairs, None, &|target| format!("all {target} positions solved")).await?;
             format!("recorded {games} positions{checks}")
+        }
+        JobResult::Wintable(_) => {
+            if record_in_cell(&mut tx, cell, pairs, None, &|target| format!("all {} games played; table fitted", 2 * target)).await? {
+                let sha = fit_wintable(&mut tx, experiment).await?;
+                format!("recorded {games} games; the experiment's table is artifact {sha}")
+            } else {
+                format!("recorded {games} games")
+            }
         }
     };
     tx.commit().await?;
@@ -235,9 +252,43 @@ async fn settled(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment: Uui
     Ok(solves.iter().enumerate().any(|(i, a)| solves[i + 1..].iter().any(|b| agree(a, b))))
 }
 
-/// Add a batch's tally (none for endgames) to its cell, and finish or stop the cell when it is
-/// done.
-async fn record_in_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uuid, pairs: i64, t: Option<&MatchTally>) -> Result<()> {
+/// Sum every batch's counts of a wintable experiment, fit the table, and store it as a
+/// `winpct` artifact (not the default: a researcher makes it one with `coordinator artifact`).
+async fn fit_wintable(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment: Uuid) -> Result<String> {
+    let (Db(spec),): (Db<ExperimentSpec>,) = sqlx::query_as("SELECT spec FROM experiments WHERE id = $1").bind(experiment).fetch_one(&mut **tx).await?;
+    let results: Vec<(Db<JobResult>,)> = sqlx::query_as("SELECT result FROM batch_results WHERE experiment_id = $1").bind(experiment).fetch_all(&mut **tx).await?;
+    let mut samples = WinSamples::new(&Distribution::english());
+    for (Db(r),) in &results {
+        if let JobResult::Wintable(w) = r {
+            samples.add_counts(&w.counts).map_err(Error::unprocessable)?;
+        }
+    }
+    let table = samples.fit();
+    let comment = format!(
+        "P(win) for the player to move by tiles unseen (rows) and spread (columns, -{s}..+{s}).\nMade by `worker wintable generate --games {g} --seed {seed}`: {p} positions of static-vs-static self-play.",
+        s = table.spread_max(),
+        g = spec.games_per_cell,
+        seed = spec.seed,
+        p = samples.positions()
+    );
+    let bytes = table.to_text(&comment).into_bytes();
+    let sha = crate::artifacts::sha256_hex(&bytes);
+    sqlx::query("INSERT INTO artifacts (sha256, role, name, size, bytes) VALUES ($1, 'winpct', $2, $3, $4) ON CONFLICT (sha256) DO NOTHING")
+        .bind(&sha)
+        .bind(format!("{experiment}.wpt"))
+        .bind(bytes.len() as i64)
+        .bind(&bytes)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("UPDATE experiments SET output_sha256 = $2 WHERE id = $1").bind(experiment).bind(&sha).execute(&mut **tx).await?;
+    tracing::info!(%experiment, %sha, positions = samples.positions(), "win-probability table fitted");
+    Ok(sha)
+}
+
+/// Add a batch's tally (none for endgames and wintables) to its cell, and finish or stop the
+/// cell when it is done (`finished` says why, from the target). True when the cell finished
+/// now.
+async fn record_in_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uuid, pairs: i64, t: Option<&MatchTally>, finished: &(dyn Fn(i64) -> String + Sync)) -> Result<bool> {
     let (experiment, Db(mut sum), status, done, target, Db(spec)): (Uuid, Db<MatchTally>, String, i64, i64, Db<ExperimentSpec>) = sqlx::query_as(
         "SELECT c.experiment_id, c.tally, c.status, c.done_pairs, c.target_pairs, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR NO KEY UPDATE OF c",
     )
@@ -250,10 +301,8 @@ async fn record_in_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uu
     let done = done + pairs;
     let mut next_status = None;
     if status == "running" {
-        if done >= target && t.is_none() {
-            next_status = Some(("finished", format!("all {target} positions solved")));
-        } else if done >= target {
-            next_status = Some(("finished", format!("reached its target of {} games", 2 * target)));
+        if done >= target {
+            next_status = Some(("finished", finished(target)));
         } else if let Some(reason) = spec.sprt.as_ref().and_then(|s| sprt_reason(s, s.decide(&sum))) {
             next_status = Some(("stopped", reason));
         }
@@ -275,7 +324,7 @@ async fn record_in_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uu
             sqlx::query("UPDATE cells SET tally = $2, done_pairs = $3 WHERE id = $1").bind(cell).bind(Db(&sum)).bind(done).execute(&mut **tx).await?;
         }
     }
-    Ok(())
+    Ok(matches!(next_status, Some(("finished", _))))
 }
 
 /// `GET /api/v1/batches/{id}/logs/{gcg|csv}`: a batch's logs, gzip-compressed.
@@ -329,6 +378,7 @@ pub async fn recompute(db: &sqlx::PgPool, experiment: Option<Uuid>) -> anyhow::R
             match r {
                 JobResult::Match(t) => sum.merge(t),
                 JobResult::Endgame(e) => positions += e.solved.len() as i64,
+                JobResult::Wintable(w) => positions += w.games as i64 / 2,
             }
         }
         let units = sum.pairs() as i64 + positions;

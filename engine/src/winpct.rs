@@ -157,6 +157,33 @@ impl WinSamples {
         }
     }
 
+    /// The non-zero counts as (unseen, spread, positions, half-points won), for sending.
+    pub fn to_counts(&self) -> Vec<(u32, i32, u64, u64)> {
+        let mut out = Vec::new();
+        for (u, row) in self.seen.iter().enumerate() {
+            for (i, &n) in row.iter().enumerate() {
+                if n > 0 {
+                    out.push((u as u32, i as i32 - SPREAD_MAX, n, self.half_points[u][i]));
+                }
+            }
+        }
+        out
+    }
+
+    /// Add counts made by `to_counts`; an entry out of range or claiming more half-points than
+    /// two per position is an error naming it.
+    pub fn add_counts(&mut self, counts: &[(u32, i32, u64, u64)]) -> Result<(), String> {
+        for (k, &(u, spread, n, half)) in counts.iter().enumerate() {
+            if u as usize > self.unseen_max || !(-SPREAD_MAX..=SPREAD_MAX).contains(&spread) || half > n.saturating_mul(2) {
+                return Err(format!("count {k}: ({u}, {spread}, {n}, {half}) is out of range"));
+            }
+            let i = (spread + SPREAD_MAX) as usize;
+            self.seen[u as usize][i] = self.seen[u as usize][i].checked_add(n).ok_or("counts overflow")?;
+            self.half_points[u as usize][i] = self.half_points[u as usize][i].checked_add(half).ok_or("counts overflow")?;
+        }
+        Ok(())
+    }
+
     pub fn merge(&mut self, o: &WinSamples) {
         for (a, b) in self.seen.iter_mut().flatten().zip(o.seen.iter().flatten()) {
             *a += b;

@@ -44,6 +44,8 @@ pub const MAX_NAME: usize = 200;
 pub enum JobKind {
     Match,
     Endgame,
+    /// Static-vs-static games whose positions make a win-probability table.
+    Wintable,
 }
 
 impl JobKind {
@@ -51,6 +53,7 @@ impl JobKind {
         match self {
             JobKind::Match => "match",
             JobKind::Endgame => "endgame",
+            JobKind::Wintable => "wintable",
         }
     }
 }
@@ -222,7 +225,8 @@ impl ExperimentSpec {
         let kind = match f.kind.as_str() {
             "match" => JobKind::Match,
             "endgame" => JobKind::Endgame,
-            k => return err("kind", format!("unknown job kind `{k}` (known: match, endgame)")),
+            "wintable" => JobKind::Wintable,
+            k => return err("kind", format!("unknown job kind `{k}` (known: match, endgame, wintable)")),
         };
         let name = f.name.trim().to_string();
         if name.is_empty() || name.len() > MAX_NAME {
@@ -235,6 +239,9 @@ impl ExperimentSpec {
         }
         if kind == JobKind::Endgame {
             return Self::parse_endgame(f, name);
+        }
+        if kind == JobKind::Wintable {
+            return Self::parse_wintable(f, name);
         }
         if f.endgame.is_some() {
             return err("endgame", "only an endgame experiment takes an [endgame] section");
@@ -301,6 +308,34 @@ impl ExperimentSpec {
         // Building every cell validates every bot the grid makes.
         spec.cells()?;
         Ok(spec)
+    }
+
+    /// A win-probability table: `games` static-vs-static games (each deal played once), whose
+    /// every position is counted by tiles unseen and spread; the coordinator fits the table
+    /// when the last batch is in.
+    fn parse_wintable(f: File, name: String) -> Result<Self, SpecError> {
+        for (field, present) in [("match", f.match_.is_some()), ("grid", !f.grid.is_empty()), ("sprt", f.sprt.is_some()), ("endgame", f.endgame.is_some())] {
+            if present {
+                return err(field, "a wintable experiment takes only `games` (static-vs-static games) and a seed");
+            }
+        }
+        let Some(games) = f.games else { return err("games", "a wintable experiment needs `games`") };
+        if games == 0 || games % 2 == 1 || games > MAX_GAMES_PER_CELL {
+            return err("games", format!("must be even, 2 to {MAX_GAMES_PER_CELL}"));
+        }
+        Ok(ExperimentSpec {
+            name,
+            description: f.description,
+            kind: JobKind::Wintable,
+            priority: f.priority.clamp(-100, 100),
+            seed: f.seed,
+            games_per_cell: games,
+            bots: ["static".into(), "static".into()],
+            axes: Vec::new(),
+            sprt: None,
+            artifacts: f.artifacts,
+            endgame: None,
+        })
     }
 
     fn parse_endgame(f: File, name: String) -> Result<Self, SpecError> {
@@ -530,7 +565,16 @@ bot2 = "static"
         rejects(&format!("{base}generate = {{ count = 0 }}\n"), "endgame.generate.count");
         rejects(&format!("{base}generate = {{ count = 5 }}\ncross_check = 2\n"), "endgame.cross_check");
         rejects(&format!("{base}generate = {{ count = 5 }}\ntime = -1\n"), "endgame.time");
-        rejects(&format!("{base}"), "endgame");
+        rejects(base, "endgame");
         rejects(&format!("games = 4\n{base}generate = {{ count = 5 }}\n"), "games");
+    }
+
+    #[test]
+    fn wintable_experiments_take_games_and_a_seed() {
+        let spec = ExperimentSpec::parse("name = \"t\"\nkind = \"wintable\"\ngames = 40000\nseed = 2026\n").unwrap();
+        assert_eq!((spec.kind, spec.games_per_cell, spec.cells().unwrap().len()), (JobKind::Wintable, 40000, 1));
+        rejects("name = \"t\"\nkind = \"wintable\"\n", "games");
+        rejects("name = \"t\"\nkind = \"wintable\"\ngames = 3\n", "games");
+        rejects("name = \"t\"\nkind = \"wintable\"\ngames = 4\n[match]\nbot1 = \"static\"\nbot2 = \"static\"\n", "match");
     }
 }

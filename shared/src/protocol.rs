@@ -70,6 +70,7 @@ pub struct BatchSpec {
 pub enum Job {
     Match(MatchJob),
     Endgame(EndgameJob),
+    Wintable(WintableJob),
 }
 
 impl Job {
@@ -78,6 +79,7 @@ impl Job {
         match self {
             Job::Match(m) => 2 * m.pairs,
             Job::Endgame(e) => e.positions.len() as u64,
+            Job::Wintable(w) => 2 * w.pairs,
         }
     }
 }
@@ -92,6 +94,24 @@ pub struct MatchJob {
     pub seed: u64,
     pub first_pair: u64,
     pub pairs: u64,
+}
+
+/// Static-vs-static games `2 * first_pair .. 2 * (first_pair + pairs)` of the run seeded
+/// `seed`, each deal played once (as `worker wintable generate` plays them), for their
+/// positions' counts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WintableJob {
+    pub seed: u64,
+    pub first_pair: u64,
+    pub pairs: u64,
+}
+
+/// Positions of a wintable batch, as non-zero (unseen, spread, positions, half-points won by
+/// the player to move) counts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WinCounts {
+    pub games: u64,
+    pub counts: Vec<(u32, i32, u64, u64)>,
 }
 
 /// Endgames to solve: positions of the experiment's set by index, each with its CGP when the
@@ -153,6 +173,7 @@ pub struct HeartbeatResponse {
 pub enum JobResult {
     Match(MatchTally),
     Endgame(EndgameReport),
+    Wintable(WinCounts),
 }
 
 impl JobResult {
@@ -160,6 +181,7 @@ impl JobResult {
         match self {
             JobResult::Match(t) => t.games,
             JobResult::Endgame(r) => r.solved.len() as u64,
+            JobResult::Wintable(w) => w.games,
         }
     }
 }

@@ -330,7 +330,7 @@ fn short(id: uuid::Uuid) -> String {
 
 /// How a batch's play ended.
 enum Played {
-    Done(JobResult, Logs),
+    Done(Box<JobResult>, Logs),
     Cancelled,
 }
 
@@ -377,6 +377,7 @@ async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, poo
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
                 Job::Match(m) => pool.install(|| play(&loaded, m, &cancel)),
                 Job::Endgame(e) => solve(&loaded, e, pool.current_num_threads(), &cancel),
+                Job::Wintable(w) => pool.install(|| count_positions(&loaded, w, &cancel)),
             }))
         })
     };
@@ -401,7 +402,7 @@ async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, poo
         return Ok(None);
     }
     let (result, logs) = match played {
-        Played::Done(r, l) => (r, l),
+        Played::Done(r, l) => (*r, l),
         Played::Cancelled => {
             let req = ReleaseRequest { lease_id: batch.lease_id };
             match client.post::<_, serde_json::Value>(&format!("/batches/{}/release", batch.batch_id), &req).await {
@@ -415,6 +416,7 @@ async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, poo
     let games = result.games();
     let summary = match (&result, &batch.job) {
         (JobResult::Match(t), Job::Match(job)) => format!("{games} games  {:.1} games/s{}", games as f64 / secs, t.win_rate().map_or(String::new(), |w| format!("  {}: {:.1}%", job.bot1, 100.0 * w))),
+        (JobResult::Wintable(w), _) => format!("{games} games  {:.1} games/s  {} (unseen, spread) counts", games as f64 / secs, w.counts.len()),
         (JobResult::Endgame(r), _) => format!("{games} endgames  {} exact  {:.2} s each", r.solved.iter().filter(|s| s.exact || s.skipped).count(), secs / games.max(1) as f64),
         _ => unreachable!("a result matches its job"),
     };
@@ -468,7 +470,44 @@ fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> 
         gcg.push_str(g);
         csv.push_str(c);
     }
-    Ok(Played::Done(JobResult::Match(tally), Logs { gcg_sha256: hex(&Sha256::digest(gcg.as_bytes())), gcg_gz: gz64(gcg.as_bytes())?, csv_sha256: hex(&Sha256::digest(csv.as_bytes())), csv_gz: gz64(csv.as_bytes())? }))
+    Ok(Played::Done(Box::new(JobResult::Match(tally)), Logs { gcg_sha256: hex(&Sha256::digest(gcg.as_bytes())), gcg_gz: gz64(gcg.as_bytes())?, csv_sha256: hex(&Sha256::digest(csv.as_bytes())), csv_gz: gz64(csv.as_bytes())? }))
+}
+
+/// Play a wintable job's static-vs-static games (each deal once, as `worker wintable generate`
+/// does) and count their positions. Counts are integers: their sum does not depend on the
+/// order games finish in.
+fn count_positions(loaded: &Loaded, job: &WintableJob, cancel: &AtomicBool) -> Result<Played> {
+    let m = Match {
+        data: &loaded.data,
+        specs: [BotSpec::Static, BotSpec::Static],
+        leaves: loaded.leaves.clone(),
+        table: None,
+        seed: job.seed,
+        first_game: 2 * job.first_pair,
+        games: 2 * job.pairs,
+        paired: false,
+    };
+    let samples = Mutex::new(engine::winpct::WinSamples::new(&loaded.data.dist));
+    let r = m.play(&|rec: &GameRecord| {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Cancelled.into());
+        }
+        samples.lock().expect("samples").add_game(rec);
+        Ok(())
+    });
+    if let Err(e) = r {
+        if e.is::<Cancelled>() {
+            return Ok(Played::Cancelled);
+        }
+        return Err(e);
+    }
+    let counts = samples.into_inner().expect("samples").to_counts();
+    Ok(Played::Done(Box::new(JobResult::Wintable(WinCounts { games: 2 * job.pairs, counts })), empty_logs()?))
+}
+
+fn empty_logs() -> Result<Logs> {
+    let empty = hex(&Sha256::digest(b""));
+    Ok(Logs { gcg_gz: gz64(b"")?, gcg_sha256: empty.clone(), csv_gz: gz64(b"")?, csv_sha256: empty })
 }
 
 /// Transposition table of a volunteer's endgame solver.
@@ -510,9 +549,7 @@ fn solve(loaded: &Loaded, job: &EndgameJob, threads: usize, cancel: &AtomicBool)
             ms: sol.elapsed.as_millis() as u64,
         });
     }
-    let empty = hex(&Sha256::digest(b""));
-    let logs = Logs { gcg_gz: gz64(b"")?, gcg_sha256: empty.clone(), csv_gz: gz64(b"")?, csv_sha256: empty };
-    Ok(Played::Done(JobResult::Endgame(EndgameReport { solved }), logs))
+    Ok(Played::Done(Box::new(JobResult::Endgame(EndgameReport { solved })), empty_logs()?))
 }
 
 fn gz64(bytes: &[u8]) -> Result<String> {
