@@ -203,3 +203,45 @@ fn the_endgame_bot_plays_a_best_move() {
     }
     assert!(checked >= 20);
 }
+
+#[test]
+fn the_first_move_list_gives_each_move_its_exact_value() {
+    let ctx = common::ctx(common::enable());
+    let solver = Solver::new(16 << 20);
+    let mut mg = Generator::new();
+    let mut checked = 0;
+    for g in small_endgames(ctx, 30, 4, 321) {
+        let mut budget = 20_000;
+        let Some(truth) = minimax(ctx, &g, &mut mg, &mut budget) else { continue };
+        let sol = solver.solve(ctx, &g, &Options { first_moves: 4, ..Options::default() }, &|_| {}).unwrap();
+        assert!(!sol.first_moves.is_empty());
+        assert_eq!(sol.first_moves[0].1, truth, "the best first move has the position's value");
+        assert!(sol.first_moves.windows(2).all(|w| w[0].1 >= w[1].1), "ranked by value");
+        for &(mv, v) in &sol.first_moves {
+            let mut after = g.clone();
+            after.play(ctx, &mv);
+            let mut budget = 20_000;
+            let exact = if after.is_over() { after.scores[g.on_turn] - after.scores[1 - g.on_turn] } else { -minimax(ctx, &after, &mut mg, &mut budget).unwrap() };
+            assert_eq!(v, exact, "{mv:?} in {}", engine::cgp::write(&g, ctx.dist));
+        }
+        checked += 1;
+    }
+    assert!(checked >= 15);
+}
+
+#[test]
+fn bots_with_the_endgame_player_finish_games_that_replay() {
+    use engine::bots::BotSpec;
+    let ctx = common::ctx(common::enable());
+    let table = Arc::new(engine::winpct::WinTable::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica/enable.wpt")).unwrap());
+    let build = |s: &str| BotSpec::parse(s).unwrap().build(Some(klv()), Some(table.clone())).unwrap();
+    let mut bots = [build("sim:k=3,plies=1,iterations=16,endgame=50"), build("static:endgame=50")];
+    let mut mg = Generator::new();
+    for game in 0..4 {
+        let rec = engine::autoplay::play_leg(ctx, &mut bots, 9, game / 2, (game % 2) as usize, &mut mg);
+        assert!(rec.game.is_over());
+        let gcg = engine::gcg::write_gcg(&rec.game, ["sim", "static"], ctx.dist);
+        let r = engine::gcg::replay(&gcg, ctx, "game.gcg").unwrap_or_else(|e| panic!("{e}\n{gcg}"));
+        assert_eq!(r.scores, rec.game.scores);
+    }
+}
