@@ -37,7 +37,7 @@ pub enum BotSpec {
     Softmax { t: f64, bag: usize },
     /// Simulates the top `k` moves `plies` deep for `iterations` (stopping early at `stop`
     /// 95/98/99 when set, or after `ms` milliseconds when set); plays like `Static` once the
-    /// bag is empty (until an endgame player exists).
+    /// bag is empty (`endgame=MS` puts the solver there: see `Endgame`).
     Sim { k: usize, plies: usize, iterations: u64, stop: Option<u8>, ms: Option<u64> },
     /// `inner` (static or sim) with the endgame solver playing once the bag is empty, and for
     /// a simming bot the pre-endgame with one tile in the bag, within `ms` per move. Spelled
@@ -275,8 +275,9 @@ pub struct SimBot {
 
 impl Player for SimBot {
     fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, rng: &mut Rng) -> Move {
-        // With the bag empty the opponent's rack is known: hand over to the endgame player
-        // (the static evaluator, with its going-out adjustments, until one exists).
+        // With the bag empty the opponent's rack is known and simulating is pointless: the
+        // static evaluator plays (with its going-out adjustments), unless `EndgamePlayer`
+        // wraps this bot and solves it first.
         if game.bag.is_empty() || self.k == 1 {
             return self.eval.choose(ctx, game, mg, rng);
         }
