@@ -40,6 +40,23 @@ pub struct Args {
     /// Exit (status 0) once the coordinator has had no work for a few seconds.
     #[arg(long)]
     exit_when_idle: bool,
+    /// Memory for the endgame solver's transposition table, in MiB (taken at the first
+    /// endgame batch, then kept).
+    #[arg(long, default_value_t = 256)]
+    endgame_table_mb: usize,
+}
+
+/// The endgame solver, made at the first endgame batch and kept: its table's entries are keyed
+/// by whole positions, so they stay true from one batch to the next.
+struct EndgameSolver {
+    solver: std::sync::OnceLock<engine::endgame::Solver>,
+    bytes: usize,
+}
+
+impl EndgameSolver {
+    fn get(&self) -> &engine::endgame::Solver {
+        self.solver.get_or_init(|| engine::endgame::Solver::new(self.bytes))
+    }
 }
 
 /// Seconds without work after which `--exit-when-idle` exits.
@@ -137,6 +154,9 @@ where
 }
 
 pub fn run(a: Args) -> Result<()> {
+    if a.endgame_table_mb == 0 || a.endgame_table_mb > 1 << 20 {
+        bail!("--endgame-table-mb: 1 to 1048576");
+    }
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let name = a.name.clone().unwrap_or_else(|| std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "volunteer".into()));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
@@ -146,6 +166,7 @@ pub fn run(a: Args) -> Result<()> {
 
 async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPool) -> Result<()> {
     let anon = Client::new(&a.coordinator, None)?;
+    let endgame = EndgameSolver { solver: std::sync::OnceLock::new(), bytes: a.endgame_table_mb << 20 };
     // 0: running; 1: finish the batch, then quit; 2: release it and quit now.
     let quit = Arc::new(AtomicU8::new(0));
     {
@@ -222,7 +243,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 }
             },
         };
-        if let Some(gps) = play_batch(&client, &batch, data, &pool, &quit).await? {
+        if let Some(gps) = play_batch(&client, &batch, data, &pool, &endgame, &quit).await? {
             games_per_sec = Some(gps);
         }
         idle_since = Instant::now();
@@ -335,7 +356,7 @@ enum Played {
 }
 
 /// Play, heartbeat, upload. Returns the measured games per second when the batch completed.
-async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, pool: &rayon::ThreadPool, quit: &Arc<AtomicU8>) -> Result<Option<f64>> {
+async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, pool: &rayon::ThreadPool, endgame: &EndgameSolver, quit: &Arc<AtomicU8>) -> Result<Option<f64>> {
     let cancel = Arc::new(AtomicBool::new(false));
     // Why the heartbeat cancelled: lease lost (409/403/404) or the cell no longer needs it.
     let lost = Arc::new(AtomicBool::new(false));
@@ -376,7 +397,7 @@ async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, poo
         tokio::task::block_in_place(|| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
                 Job::Match(m) => pool.install(|| play(&loaded, m, &cancel)),
-                Job::Endgame(e) => solve(&loaded, e, pool.current_num_threads(), &cancel),
+                Job::Endgame(e) => solve(&loaded, e, endgame.get(), pool.current_num_threads(), &cancel),
                 Job::Wintable(w) => pool.install(|| count_positions(&loaded, w, &cancel)),
             }))
         })
@@ -510,16 +531,12 @@ fn empty_logs() -> Result<Logs> {
     Ok(Logs { gcg_gz: gz64(b"")?, gcg_sha256: empty.clone(), csv_gz: gz64(b"")?, csv_sha256: empty })
 }
 
-/// Transposition table of a volunteer's endgame solver.
-const ENDGAME_TABLE_BYTES: usize = 256 << 20;
-
 /// Solve an endgame job's positions in order, each on `threads` threads (Lazy SMP); `cancel`
 /// stops it between positions. Endgame batches carry no logs: each solution is its own record.
-fn solve(loaded: &Loaded, job: &EndgameJob, threads: usize, cancel: &AtomicBool) -> Result<Played> {
-    use engine::endgame::{sets::bag_emptied, Options, Solver};
+fn solve(loaded: &Loaded, job: &EndgameJob, solver: &engine::endgame::Solver, threads: usize, cancel: &AtomicBool) -> Result<Played> {
+    use engine::endgame::{sets::bag_emptied, Options};
     let ctx = loaded.data.ctx();
     let dist = &loaded.data.dist;
-    let solver = Solver::new(ENDGAME_TABLE_BYTES);
     let mut mg = engine::movegen::Generator::new();
     let mut solved = Vec::with_capacity(job.positions.len());
     for p in &job.positions {
