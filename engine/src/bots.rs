@@ -324,7 +324,7 @@ impl Player for EndgamePlayer {
                 let moves: Vec<Move> = self.eval.best(ctx, game, mg, k).to_vec();
                 let solves = (moves.len() * peg::unseen(game).len()).max(1) as u32;
                 let opts = Options { time_limit: Some((self.limit / solves).max(Duration::from_millis(1))), ..Options::default() };
-                if let Ok(ranked) = peg::rank(&self.solver, ctx, game, &moves, &opts)
+                if let Ok(ranked) = peg::rank(&self.solver, ctx, game, &moves, &opts, &|| {})
                     && let Some(best) = ranked.first() {
                         return best.mv;
                     }

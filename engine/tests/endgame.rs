@@ -39,6 +39,14 @@ fn minimax(ctx: Ctx, g: &Game, mg: &mut Generator, budget: &mut u64) -> Option<i
     Some(best)
 }
 
+/// Exact final spread for the player on turn in `g` after they play `mv`, by minimax.
+fn value_after(ctx: Ctx, g: &Game, mv: &engine::moves::Move, mg: &mut Generator) -> i32 {
+    let mut after = g.clone();
+    after.play(ctx, mv);
+    let mut budget = 20_000;
+    if after.is_over() { after.scores[g.on_turn] - after.scores[1 - g.on_turn] } else { -minimax(ctx, &after, mg, &mut budget).unwrap() }
+}
+
 /// Small endgames: seeded static self-play games past the point the bag emptied, at the first
 /// turn both racks together hold at most `tiles` and the player on turn can place a tile.
 fn small_endgames(ctx: Ctx, count: usize, tiles: usize, seed: u64) -> Vec<Game> {
@@ -132,7 +140,7 @@ fn the_pre_endgame_ranks_plays_as_brute_force_over_every_unseen_tile_does() {
         let leaves = RackLeaves::new(rack, |_| 0);
         let req = Request { board: &g.board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
         let moves: Vec<_> = mg.generate(ctx, &req, Mode::All).iter().filter(|m| m.kind == Kind::Place).copied().collect();
-        let ranked = peg::rank(&solver, ctx, &g, &moves, &Options::default()).unwrap();
+        let ranked = peg::rank(&solver, ctx, &g, &moves, &Options::default(), &|| {}).unwrap();
         assert_eq!(ranked.len(), moves.len());
 
         // Brute force: every unseen tile in turn is the bag's, every endgame by plain minimax.
@@ -194,11 +202,7 @@ fn the_endgame_bot_plays_a_best_move() {
         let mut budget = 20_000;
         let Some(truth) = minimax(ctx, &g, &mut mg, &mut budget) else { continue };
         let mv = bot.choose(ctx, &g, &mut mg, &mut rng);
-        let mut after = g.clone();
-        after.play(ctx, &mv);
-        let mut budget = 20_000;
-        let v = if after.is_over() { after.scores[g.on_turn] - after.scores[1 - g.on_turn] } else { -minimax(ctx, &after, &mut mg, &mut budget).unwrap() };
-        assert_eq!(v, truth, "{}", engine::cgp::write(&g, ctx.dist));
+        assert_eq!(value_after(ctx, &g, &mv, &mut mg), truth, "{}", engine::cgp::write(&g, ctx.dist));
         checked += 1;
     }
     assert!(checked >= 20);
@@ -218,11 +222,7 @@ fn the_first_move_list_gives_each_move_its_exact_value() {
         assert_eq!(sol.first_moves[0].1, truth, "the best first move has the position's value");
         assert!(sol.first_moves.windows(2).all(|w| w[0].1 >= w[1].1), "ranked by value");
         for &(mv, v) in &sol.first_moves {
-            let mut after = g.clone();
-            after.play(ctx, &mv);
-            let mut budget = 20_000;
-            let exact = if after.is_over() { after.scores[g.on_turn] - after.scores[1 - g.on_turn] } else { -minimax(ctx, &after, &mut mg, &mut budget).unwrap() };
-            assert_eq!(v, exact, "{mv:?} in {}", engine::cgp::write(&g, ctx.dist));
+            assert_eq!(v, value_after(ctx, &g, &mv, &mut mg), "{mv:?} in {}", engine::cgp::write(&g, ctx.dist));
         }
         checked += 1;
     }

@@ -200,13 +200,8 @@ pub fn run_peg(a: PegArgs) -> Result<()> {
     let bar = indicatif::ProgressBar::new(moves.len() as u64)
         .with_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} candidates  {elapsed}").expect("valid template"));
     let start = std::time::Instant::now();
-    let mut ranked = Vec::new();
-    for mv in &moves {
-        ranked.extend(engine::endgame::peg::rank(&solver, ctx, &game, std::slice::from_ref(mv), &opts).map_err(|e| anyhow::anyhow!("--cgp: {e}"))?);
-        bar.inc(1);
-    }
+    let ranked = engine::endgame::peg::rank(&solver, ctx, &game, &moves, &opts, &|| bar.inc(1)).map_err(|e| anyhow::anyhow!("--cgp: {e}"))?;
     bar.finish_and_clear();
-    ranked.sort_by(|a, b| b.wins.total_cmp(&a.wins).then(b.spread.total_cmp(&a.spread)));
     let total: u32 = engine::endgame::peg::unseen(&game).iter().map(|u| u.1).sum();
     let mut out = format!("{:<22} {:>5}  {:>7}  {:>8}  Bag tile: final spread\n", "Play", "Score", "Wins", "Spread");
     for c in &ranked {

@@ -163,6 +163,14 @@ enum Next {
     Go(Box<Node>),
 }
 
+/// Every move of the mover (no exchanges: the bag is empty), in generation order.
+fn all_moves<'g>(mg: &'g mut Generator, ctx: Ctx, node: &Node) -> &'g [Move] {
+    let rack = node.racks[0].tiles();
+    let leaves = RackLeaves::new(rack, |_| 0);
+    let req = Request { board: &node.board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+    mg.generate(ctx, &req, Mode::All)
+}
+
 /// A 24-bit fingerprint of a move, to find the table's best move in a fresh move list.
 fn fingerprint(m: &Move) -> u32 {
     let mut h = (m.kind as u64) << 40 | (m.dir as u64) << 32 | (m.lane as u64) << 24 | (m.start as u64) << 16 | m.len as u64;
@@ -484,11 +492,8 @@ impl<'s> Search<'s> {
     fn frontier(&mut self, node: &Node, ply: usize, beta: i32) -> (i32, bool) {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
         let dist = self.sh.ctx.dist;
-        let rack = me.tiles();
-        let leaves = RackLeaves::new(rack, |_| 0);
-        let req = Request { board: &node.board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
         let (mut best, mut best_end, mut horizon) = ((-INF, Move::PASS), (-INF, Move::PASS), false);
-        for m in self.mg.generate(self.sh.ctx, &req, Mode::All) {
+        for m in all_moves(&mut self.mg, self.sh.ctx, node) {
             let kept = me.value - m.rack_tiles().map(|t| dist.score(t)).sum::<i32>();
             let out = m.tiles_used() == me.len as usize;
             let scoreless = m.kind != Kind::Place || m.score == 0;
@@ -516,11 +521,8 @@ impl<'s> Search<'s> {
     /// plies; the pass last.
     fn order(&mut self, node: &Node, ply: usize, tt_move: u32, out: &mut Vec<(i32, Move)>) {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
-        let rack = me.tiles();
-        let leaves = RackLeaves::new(rack, |_| 0);
-        let req = Request { board: &node.board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
         out.clear();
-        for m in self.mg.generate(self.sh.ctx, &req, Mode::All) {
+        for m in all_moves(&mut self.mg, self.sh.ctx, node) {
             let used = m.tiles_used() as i32;
             let mut est = match m.kind {
                 Kind::Place if used == me.len as i32 => 1_000 + m.score + 2 * opp.value,

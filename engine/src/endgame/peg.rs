@@ -70,8 +70,8 @@ pub fn after(ctx: Ctx, game: &Game, mv: &Move, tile: u8) -> Game {
 }
 
 /// Rank `moves` (placements; anything else is skipped) of a position with one tile in the bag.
-/// Each endgame is solved with `opts`.
-pub fn rank(solver: &Solver, ctx: Ctx, game: &Game, moves: &[Move], opts: &Options) -> Result<Vec<Candidate>, PegError> {
+/// Each endgame is solved with `opts`; `progress` hears each candidate done.
+pub fn rank(solver: &Solver, ctx: Ctx, game: &Game, moves: &[Move], opts: &Options, progress: &dyn Fn()) -> Result<Vec<Candidate>, PegError> {
     if game.bag.len() != 1 {
         return Err(PegError::BagNotOne(game.bag.len()));
     }
@@ -94,6 +94,7 @@ pub fn rank(solver: &Solver, ctx: Ctx, game: &Game, moves: &[Move], opts: &Optio
         let wins = outcomes.iter().map(|o| o.weight as f64 * (o.value.signum() as f64 + 1.0) / 2.0).sum::<f64>() / total as f64;
         let spread = outcomes.iter().map(|o| o.weight as f64 * o.value as f64).sum::<f64>() / total as f64;
         out.push(Candidate { mv: *mv, wins, spread, outcomes });
+        progress();
     }
     // Stable: equal candidates keep the order they were given in.
     out.sort_by(|a, b| b.wins.total_cmp(&a.wins).then(b.spread.total_cmp(&a.spread)));
