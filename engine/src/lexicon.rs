@@ -11,10 +11,12 @@
 //! siblings are in strictly increasing tile order (so a child is found by counting the tiles
 //! below it in the list's letter mask).
 
+use crate::anagrams::Anagrams;
 use crate::error::{DataError, Located};
 use crate::tiles::Distribution;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::OnceLock;
 
 const ACCEPTS: u32 = 1 << 23;
 const IS_END: u32 = 1 << 22;
@@ -24,13 +26,23 @@ pub const MAX_WORD_LEN: usize = 15;
 /// The GADDAG separator tile.
 pub const SEPARATOR: u8 = 0;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Kwg {
     nodes: Vec<u32>,
     /// `letters[i]`: bit `t` set for each tile `t` among node `i` and its later siblings, so a
     /// child is found by a popcount instead of a scan (derived from `nodes` on load).
     letters: Vec<u64>,
+    /// The DAWG's long words by alphagram, built on first use (leave graphs never need it).
+    anagrams: OnceLock<Anagrams>,
 }
+
+/// Graphs are equal when their nodes are: the rest is derived.
+impl PartialEq for Kwg {
+    fn eq(&self, other: &Self) -> bool {
+        self.nodes == other.nodes
+    }
+}
+impl Eq for Kwg {}
 
 impl Kwg {
     #[inline]
@@ -88,6 +100,11 @@ impl Kwg {
     #[inline]
     pub fn siblings(&self, list: u32) -> Siblings<'_> {
         Siblings { kwg: self, next: list }
+    }
+
+    /// The DAWG's words of a rack's length or more, by alphagram.
+    pub fn anagrams(&self) -> &Anagrams {
+        self.anagrams.get_or_init(|| Anagrams::new(self))
     }
 
     /// Whether `word` (letters, no blank bits) is in the DAWG.
@@ -162,7 +179,7 @@ impl Kwg {
             let later = if nodes[i] & IS_END == 0 && i + 1 < nodes.len() { letters[i + 1] } else { 0 };
             letters[i] = own | later;
         }
-        Ok(Self { nodes, letters })
+        Ok(Self { nodes, letters, anagrams: OnceLock::new() })
     }
 
     pub fn load(path: &Path) -> Result<Self, DataError> {

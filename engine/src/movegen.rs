@@ -2,6 +2,10 @@
 //! exact scores and static equity; or only the best `n` by equity, searching anchors in order of
 //! an admissible upper bound and stopping when no remaining anchor can beat the `n`-th best.
 //!
+//! Plays of all seven tiles are looked up in the lexicon's anagram index (`bingos`) rather
+//! than searched for, and the graph search stops at six tiles: a blank on the rack makes the
+//! seven-tile search the most expensive part of the whole generation.
+//!
 //! A placement is generated from the leftmost anchor among the squares it covers (going left
 //! from an anchor never places a tile on another anchor), so each is produced once per
 //! direction. A one-tile play is listed once: across if it forms an across word of two or more
@@ -9,6 +13,7 @@
 
 use crate::board::{idx, Board, Layout, ACROSS, DIM, DOWN, SQUARES};
 use crate::leaves::RackLeaves;
+use crate::anagrams::Word;
 use crate::lexicon::{Kwg, SEPARATOR};
 use crate::moves::{rank, Kind, Move};
 use crate::tiles::{letter_of, Distribution, BLANK_BIT};
@@ -83,10 +88,14 @@ pub struct Generator {
     /// Rack counts before any tile of the current word was placed.
     full_rack: [u8; 64],
     rack_len: usize,
+    /// Most tiles the graph search places: the rack's size, or six when bingos come from the
+    /// anagram index.
+    max_place: usize,
     word: [u8; DIM],
     best_n: Option<usize>,
     opening: bool,
-    anchors: Vec<(i32, u8, u8, u8, u8)>,
+    /// (bound, bound for plays using a blank, direction, lane, anchor, left limit).
+    anchors: Vec<(i32, i32, u8, u8, u8, u8)>,
     /// All 30 lanes as loaded for this call (across lanes, then down).
     lanes: Vec<Lane>,
     /// The rack's tile scores, highest first (best-move mode).
@@ -99,9 +108,18 @@ pub struct Generator {
     scores: [i32; 256],
     by_used: [i32; 128],
     first_slot: [u8; 64],
+    /// Best leave for `k` tiles played keeping every blank, and using one (a blank kept is
+    /// worth so much that plays spending one rarely compete: their anchors are searched
+    /// without the blank when its bound falls short).
+    leave_keep: [i32; 8],
+    leave_use: [i32; 8],
     vowels: u64,
     vowel_penalty: i32,
     beside_premium: [bool; SQUARES],
+    /// Per call: the anagram-index words for each set of played-through letters seen so far,
+    /// as (key of the sorted through letters, range of `found`).
+    through_words: Vec<(u128, u32, u32)>,
+    found: Vec<u32>,
 }
 
 impl Default for Generator {
@@ -122,19 +140,24 @@ impl Generator {
             rack: [0; 64],
             full_rack: [0; 64],
             rack_len: 0,
+            max_place: 0,
             word: [0; DIM],
             best_n: None,
             opening: false,
             anchors: Vec::with_capacity(256),
-            lanes: Vec::with_capacity(2 * DIM),
+            lanes: vec![Lane::default(); 2 * DIM],
             rack_scores: [0; 7],
             rack_letters: 0,
             scores: [0; 256],
             by_used: [0; 128],
             first_slot: [0; 64],
+            leave_keep: [0; 8],
+            leave_use: [0; 8],
             vowels: 0,
             vowel_penalty: 0,
             beside_premium: [false; SQUARES],
+            through_words: Vec::new(),
+            found: Vec::new(),
         }
     }
 
@@ -151,6 +174,9 @@ impl Generator {
         }
         self.full_rack = self.rack;
         self.rack_len = req.rack.len();
+        // More than two blanks would mean too many designations to look up: search instead.
+        let lookup_bingos = self.rack_len == RACK_SIZE && self.rack[0] <= 2;
+        self.max_place = if lookup_bingos { RACK_SIZE - 1 } else { self.rack_len };
         self.opening = req.board.is_empty();
         self.rack_letters = req.rack.iter().filter(|&&t| t != 0).fold(0, |m, &t| m | 1 << t);
         for t in 0..256 {
@@ -158,6 +184,17 @@ impl Generator {
         }
         self.by_used = req.leaves.by_used;
         self.first_slot = req.leaves.first_slot;
+        if self.rack[0] > 0 {
+            // Blanks sort first, and a canonical mask uses the first blank slot first.
+            (self.leave_keep, self.leave_use) = ([i32::MIN; 8], [i32::MIN; 8]);
+            for used in 0..1usize << self.rack_len {
+                let best = if used & 1 == 1 { &mut self.leave_use } else { &mut self.leave_keep };
+                let k = used.count_ones() as usize;
+                best[k] = best[k].max(self.by_used[used]);
+            }
+        } else {
+            (self.leave_keep, self.leave_use) = (req.leaves.best_by_count, [i32::MIN; 8]);
+        }
         self.vowel_penalty = if self.opening { req.opening_vowel_penalty } else { 0 };
         if self.vowel_penalty != 0 {
             self.vowels = ctx.dist.letters().filter(|&t| ctx.dist.is_vowel(t)).fold(0, |m, t| m | 1 << t);
@@ -182,11 +219,10 @@ impl Generator {
         }
         self.rack_scores.sort_unstable_by(|x, y| y.cmp(x));
         self.anchors.clear();
-        self.lanes.clear();
         for dir in [ACROSS, DOWN] {
             for lane_no in 0..DIM {
                 self.load_lane(ctx, req, dir, lane_no);
-                self.lanes.push(self.lane);
+                self.lanes[dir * DIM + lane_no] = self.lane;
                 if !self.lane.anchor.contains(&true) {
                     continue;
                 }
@@ -194,12 +230,16 @@ impl Generator {
                 let mut left_limit = 0;
                 for a in 0..DIM {
                     if self.lane.anchor[a] {
-                        let bound = if self.best_n.is_some() { self.bound(req, &caps, a, left_limit) } else { 0 };
-                        self.anchors.push((bound, dir as u8, lane_no as u8, a as u8, left_limit as u8));
+                        let (keep, spend) = if self.best_n.is_some() { self.bound(&caps, a, left_limit) } else { (0, 0) };
+                        self.anchors.push((keep.max(spend), spend, dir as u8, lane_no as u8, a as u8, left_limit as u8));
                         left_limit = a + 1;
                     }
                 }
             }
+        }
+        if lookup_bingos {
+            // First: in best mode a bingo found now sets a high threshold for the anchors.
+            self.bingos(ctx);
         }
         if self.best_n.is_some() {
             // Ties in any order: results never depend on the search order (see `push`).
@@ -207,9 +247,14 @@ impl Generator {
         }
         let anchors = std::mem::take(&mut self.anchors);
         let mut loaded = None;
-        for &(bound, dir, lane_no, a, left_limit) in &anchors {
-            if bound < self.cut() {
+        for &(bound, spend, dir, lane_no, a, left_limit) in &anchors {
+            let cut = self.cut();
+            if bound < cut {
                 break;
+            }
+            let blanks = self.rack[0];
+            if spend < cut {
+                self.rack[0] = 0;
             }
             if loaded != Some((dir, lane_no)) {
                 self.lane = self.lanes[dir as usize * DIM + lane_no as usize];
@@ -220,6 +265,7 @@ impl Generator {
             self.left_limit = left_limit as usize;
             let acc = Acc { main: 0, word_mult: 1, perp: 0, placed: 0, used: 0, start: a as u32 };
             self.extend(ctx.kwg, a as usize, ctx.kwg.gaddag_root(), true, acc);
+            self.rack[0] = blanks;
         }
         self.anchors = anchors;
         &self.moves
@@ -326,12 +372,11 @@ impl Generator {
     /// anchor `a`: the placed tiles fill `k` consecutive empty squares of the window around the
     /// anchor; the best rack tile scores go on the best-paying squares (rearrangement
     /// inequality) or, if lower, each square gets the best tile its cross-set admits; every
-    /// cross-word counts; plus the best leave for `k` tiles. (Checking whether the rack can
-    /// make a bingo at all cost more time than the anchors it pruned.)
-    fn bound(&self, req: &Request, caps: &[i32; DIM], a: usize, left_limit: usize) -> i32 {
+    /// cross-word counts; plus the best leave for `k` tiles: (keeping every blank, using one).
+    fn bound(&self, caps: &[i32; DIM], a: usize, left_limit: usize) -> (i32, i32) {
         let l = &self.lane;
         let scores = &self.rack_scores;
-        let r = req.rack.len().min(7);
+        let r = self.max_place;
         let mut empties = [0usize; DIM];
         let mut m = 0;
         for (p, &t) in l.tiles.iter().enumerate().skip(left_limit) {
@@ -341,7 +386,8 @@ impl Generator {
             }
         }
         let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
-        let mut best = i32::MIN;
+        // Best score bound for each tile count.
+        let mut best = [i32::MIN; 8];
         // Windows by leftmost empty square `j`, growing rightwards one tile at a time.
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
             let mut lo = empties[j];
@@ -380,10 +426,13 @@ impl Generator {
                 coef[..k].sort_unstable_by(|x, y| y.cmp(x));
                 let paired: i32 = coef[..k].iter().zip(&scores[..k]).map(|(c, s)| c * s).sum();
                 let capped = lm_cap * w + perp_cap;
-                best = best.max((fixed + paired.min(capped)) * 1000 + req.leaves.best_by_count[k]);
+                best[k] = best[k].max(fixed + paired.min(capped));
             }
         }
-        best
+        let with = |leaves: &[i32; 8]| {
+            (1..8).filter(|&k| best[k] > i32::MIN && leaves[k] > i32::MIN).map(|k| best[k] * 1000 + leaves[k]).max().unwrap_or(i32::MIN)
+        };
+        (with(&self.leave_keep), with(&self.leave_use))
     }
 
     fn extend(&mut self, kwg: &Kwg, pos: usize, list: u32, left: bool, acc: Acc) {
@@ -395,7 +444,7 @@ impl Generator {
             }
             return;
         }
-        if acc.placed as usize == self.rack_len {
+        if acc.placed as usize == self.max_place {
             return;
         }
         let fits = if self.rack[0] > 0 { !0 } else { self.rack_letters };
@@ -514,6 +563,165 @@ impl Generator {
             equity,
         };
         self.push(m);
+    }
+
+    /// Every play of all seven tiles: for each lane, each run of seven empty squares that
+    /// reaches an anchor, and each word the anagram index holds for the rack plus the letters
+    /// played through, every way the rack's blanks (at most two) can lie in it.
+    fn bingos(&mut self, ctx: Ctx) {
+        let anagrams = ctx.kwg.anagrams();
+        let blanks = self.full_rack[0] as usize;
+        let mut real = [0u8; RACK_SIZE];
+        let mut n = 0;
+        for t in 1..64u8 {
+            for _ in 0..self.full_rack[t as usize] {
+                real[n] = t;
+                n += 1;
+            }
+        }
+        let real = &real[..n];
+        let fits = if blanks > 0 { !0 } else { self.rack_letters } & !1;
+        self.through_words.clear();
+        self.found.clear();
+        for dir in [ACROSS, DOWN] {
+            for lane_no in 0..DIM {
+                let lane = self.lanes[dir * DIM + lane_no];
+                let mut empties = [0usize; DIM];
+                let mut m = 0;
+                for (p, &t) in lane.tiles.iter().enumerate() {
+                    if t == 0 {
+                        empties[m] = p;
+                        m += 1;
+                    }
+                }
+                if m < RACK_SIZE {
+                    continue;
+                }
+                (self.lane, self.dir, self.lane_no) = (lane, dir, lane_no);
+                for ps in empties[..m].windows(RACK_SIZE) {
+                    if !ps.iter().any(|&p| lane.anchor[p]) || ps.iter().any(|&p| lane.cross[p] & fits == 0) {
+                        continue;
+                    }
+                    let mut lo = ps[0];
+                    while lo > 0 && lane.tiles[lo - 1] != 0 {
+                        lo -= 1;
+                    }
+                    let mut hi = ps[RACK_SIZE - 1];
+                    while hi + 1 < DIM && lane.tiles[hi + 1] != 0 {
+                        hi += 1;
+                    }
+                    let mut through = [0u8; DIM];
+                    let mut nt = 0;
+                    for &t in &lane.tiles[lo..=hi] {
+                        if t != 0 {
+                            through[nt] = letter_of(t);
+                            nt += 1;
+                        }
+                    }
+                    through[..nt].sort_unstable();
+                    let (a, b) = self.words_through(ctx, real, blanks, &through[..nt]);
+                    for f in a..b {
+                        let word = anagrams.word(self.found[f as usize]);
+                        self.place_bingo(ps, lo, hi, word, real, blanks);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Range of `found` holding the words of the rack plus `through` (sorted), each blank
+    /// standing for any letter; looked up once per set of through letters and call.
+    fn words_through(&mut self, ctx: Ctx, real: &[u8], blanks: usize, through: &[u8]) -> (u32, u32) {
+        let k = crate::anagrams::key(through);
+        if let Some(&(_, a, b)) = self.through_words.iter().find(|e| e.0 == k) {
+            return (a, b);
+        }
+        let anagrams = ctx.kwg.anagrams();
+        let start = self.found.len() as u32;
+        let mut base = [0u8; 2 * DIM];
+        let n = real.len() + through.len();
+        base[..real.len()].copy_from_slice(real);
+        base[real.len()..n].copy_from_slice(through);
+        let letters = 1..ctx.dist.size() as u8;
+        let look = |extra: &[u8], found: &mut Vec<u32>| {
+            let mut all = base;
+            all[n..n + extra.len()].copy_from_slice(extra);
+            let all = &mut all[..n + extra.len()];
+            if all.len() <= crate::lexicon::MAX_WORD_LEN {
+                all.sort_unstable();
+                found.extend(anagrams.of_sorted(all));
+            }
+        };
+        match blanks {
+            0 => look(&[], &mut self.found),
+            1 => letters.for_each(|x| look(&[x], &mut self.found)),
+            _ => {
+                for x in letters.clone() {
+                    for y in x..ctx.dist.size() as u8 {
+                        look(&[x, y], &mut self.found);
+                    }
+                }
+            }
+        }
+        let end = self.found.len() as u32;
+        self.through_words.push((k, start, end));
+        (start, end)
+    }
+
+    /// Record `word` on the seven empty squares `ps` of the loaded lane (the word spanning
+    /// `lo..=hi`) if it fits there, once for each way of putting the blanks on its letters.
+    fn place_bingo(&mut self, ps: &[usize], lo: usize, hi: usize, word: &Word, real: &[u8], blanks: usize) {
+        let l = self.lane;
+        if (lo..=hi).any(|q| l.tiles[q] != 0 && letter_of(l.tiles[q]) != word[q - lo]) {
+            return;
+        }
+        let mut lw = [0u8; RACK_SIZE];
+        for (k, &p) in ps.iter().enumerate() {
+            lw[k] = word[p - lo];
+            if l.cross[p] >> lw[k] & 1 == 0 {
+                return;
+            }
+        }
+        // How many of each letter the blanks must supply.
+        let mut extra = [0i8; 64];
+        for &t in &lw {
+            extra[t as usize] += 1;
+        }
+        for &t in real {
+            extra[t as usize] -= 1;
+        }
+        let through: i32 = (lo..=hi).filter(|&q| l.tiles[q] != 0).map(|q| self.scores[l.tiles[q] as usize]).sum();
+        for mask in 0u32..1 << RACK_SIZE {
+            if mask.count_ones() as usize != blanks {
+                continue;
+            }
+            let mut need = extra;
+            for (k, &t) in lw.iter().enumerate() {
+                if mask >> k & 1 == 1 {
+                    need[t as usize] -= 1;
+                }
+            }
+            if lw.iter().any(|&t| need[t as usize] != 0) {
+                continue;
+            }
+            let (mut main, mut word_mult, mut perp) = (through, 1, 0);
+            for (k, &p) in ps.iter().enumerate() {
+                let tile = if mask >> k & 1 == 1 { lw[k] | BLANK_BIT } else { lw[k] };
+                self.word[p] = tile;
+                let ts = self.scores[tile as usize];
+                let (lm, wm) = (l.lm[p] as i32, l.wm[p] as i32);
+                main += ts * lm;
+                word_mult *= wm;
+                if l.cross_score[p] >= 0 {
+                    perp += (l.cross_score[p] as i32 + ts * lm) * wm;
+                }
+            }
+            let used = (1 << RACK_SIZE) - 1;
+            self.record(lo, hi, Acc { main, word_mult, perp, placed: RACK_SIZE as u32, used, start: lo as u32 });
+            for &p in ps {
+                self.word[p] = 0;
+            }
+        }
     }
 
     /// Vowels of an opening play placed orthogonally beside a letter premium, which hand the

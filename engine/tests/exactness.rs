@@ -38,6 +38,31 @@ fn compare(lex: &Lex, count: usize, seed: u64) {
     assert!(total > count * 20, "positions should have many moves (got {total})");
 }
 
+/// Racks drawn from the likeliest bingo letters, blanks included, so that most positions
+/// have plays of all seven tiles (found by anagram lookup, not by the graph search): every one
+/// must match the reference, through-letter bingos included.
+#[test]
+fn bingo_racks_match_reference() {
+    let lex = enable();
+    let mut mg = Generator::new();
+    let (mut bingos, mut through, mut with_blank) = (0, 0, 0);
+    let letters = dist().parse_rack("AEINRSTLDOAEI??").unwrap();
+    for (i, (board, _)) in positions(lex, 60, 11).iter().enumerate() {
+        let mut rng = engine::rng::Rng::new(mix(i as u64));
+        let mut pool = letters.clone();
+        rng.shuffle(&mut pool);
+        let rack = &pool[..7];
+        let fast = fast_moves(lex, board, rack, &mut mg);
+        assert_eq!(fast, reference_moves(lex, board, rack), "position {i}, rack {rack:?}");
+        for m in fast.iter().filter(|m| m.3.iter().filter(|&&t| t != 0).count() == 7) {
+            bingos += 1;
+            through += (m.3.len() > 7) as usize;
+            with_blank += m.3.iter().any(|&t| t & engine::tiles::BLANK_BIT != 0) as usize;
+        }
+    }
+    assert!(bingos > 1000 && through > 100 && with_blank > 500, "bingos {bingos}, through {through}, with a blank {with_blank}");
+}
+
 #[test]
 fn matches_reference_on_enable() {
     compare(enable(), 240, 1);
