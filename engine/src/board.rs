@@ -238,6 +238,26 @@ impl Board {
         self.cross_score[other][sq] = score as i16;
     }
 
+    /// Lanes where plays see a difference between `self` and `other`, as bits `dir * DIM +
+    /// lane`: a tile, a cross-set or a cross-score of the lane's squares (as seen along `dir`)
+    /// differs. A play in any other lane is legal on both boards or on neither, with the same
+    /// score.
+    pub fn changed_lanes(&self, other: &Board) -> u32 {
+        let mut mask = 0;
+        for dir in [ACROSS, DOWN] {
+            for lane in 0..DIM {
+                let r = lane * DIM..lane * DIM + DIM;
+                if self.tiles[dir][r.clone()] != other.tiles[dir][r.clone()]
+                    || self.cross[dir][r.clone()] != other.cross[dir][r.clone()]
+                    || self.cross_score[dir][r.clone()] != other.cross_score[dir][r]
+                {
+                    mask |= 1 << (dir * DIM + lane);
+                }
+            }
+        }
+        mask
+    }
+
     /// Lanes/tiles as CGP-like rows, for debugging and tests.
     pub fn rows(&self) -> impl Iterator<Item = &[u8]> {
         self.tiles[ACROSS].chunks_exact(DIM)

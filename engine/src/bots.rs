@@ -174,7 +174,7 @@ impl fmt::Display for BotSpec {
     }
 }
 
-fn request<'a>(game: &'a Game, leaves: &'a RackLeaves, penalty: i32) -> Request<'a> {
+pub(crate) fn request<'a>(game: &'a Game, leaves: &'a RackLeaves, penalty: i32) -> Request<'a> {
     Request {
         board: &game.board,
         rack: &game.racks[game.on_turn],

@@ -11,15 +11,17 @@
 //! direction. A one-tile play is listed once: across if it forms an across word of two or more
 //! letters, otherwise down.
 
+use crate::anagrams::Word;
 use crate::board::{idx, Board, Layout, ACROSS, DIM, DOWN, SQUARES};
 use crate::leaves::RackLeaves;
-use crate::anagrams::Word;
 use crate::lexicon::{Kwg, SEPARATOR};
 use crate::moves::{rank, Kind, Move};
 use crate::tiles::{letter_of, Distribution, BLANK_BIT};
 
 pub const BINGO_BONUS: i32 = 50;
 pub const RACK_SIZE: usize = 7;
+/// Every lane, as a `generate_lanes` mask.
+pub const ALL_LANES: u32 = (1 << (2 * DIM)) - 1;
 
 /// What the generator needs that does not change during a game.
 #[derive(Clone, Copy)]
@@ -163,6 +165,14 @@ impl Generator {
 
     /// Generate moves for `req`: in best-move mode best first, else in generation order.
     pub fn generate(&mut self, ctx: Ctx, req: &Request, mode: Mode) -> &[Move] {
+        self.generate_lanes(ctx, req, mode, ALL_LANES, None)
+    }
+
+    /// Generate as `generate` does, but search only the lanes in `lanes` (bits `dir * DIM +
+    /// lane`), ranking `known` with what is found: a placement in another lane, known to be
+    /// legal with this equity (see `Board::changed_lanes`). Non-placements are always
+    /// generated.
+    pub fn generate_lanes(&mut self, ctx: Ctx, req: &Request, mode: Mode, lanes: u32, known: Option<Move>) -> &[Move] {
         self.moves.clear();
         self.best_n = match mode {
             Mode::All => None,
@@ -212,6 +222,10 @@ impl Generator {
         if req.can_exchange {
             self.exchanges(req);
         }
+        if let Some(m) = known {
+            debug_assert!(m.kind == Kind::Place && lanes >> (m.dir as usize * DIM + m.lane as usize) & 1 == 0);
+            self.push(m);
+        }
 
         self.rack_scores = [0; 7];
         for (s, &t) in self.rack_scores.iter_mut().zip(req.rack) {
@@ -221,6 +235,9 @@ impl Generator {
         self.anchors.clear();
         for dir in [ACROSS, DOWN] {
             for lane_no in 0..DIM {
+                if lanes >> (dir * DIM + lane_no) & 1 == 0 {
+                    continue;
+                }
                 self.load_lane(ctx, req, dir, lane_no);
                 self.lanes[dir * DIM + lane_no] = self.lane;
                 if !self.lane.anchor.contains(&true) {
@@ -239,7 +256,7 @@ impl Generator {
         }
         if lookup_bingos {
             // First: in best mode a bingo found now sets a high threshold for the anchors.
-            self.bingos(ctx);
+            self.bingos(ctx, lanes);
         }
         if self.best_n.is_some() {
             // Ties in any order: results never depend on the search order (see `push`).
@@ -568,7 +585,7 @@ impl Generator {
     /// Every play of all seven tiles: for each lane, each run of seven empty squares that
     /// reaches an anchor, and each word the anagram index holds for the rack plus the letters
     /// played through, every way the rack's blanks (at most two) can lie in it.
-    fn bingos(&mut self, ctx: Ctx) {
+    fn bingos(&mut self, ctx: Ctx, lanes: u32) {
         let anagrams = ctx.kwg.anagrams();
         let blanks = self.full_rack[0] as usize;
         let mut real = [0u8; RACK_SIZE];
@@ -585,6 +602,9 @@ impl Generator {
         self.found.clear();
         for dir in [ACROSS, DOWN] {
             for lane_no in 0..DIM {
+                if lanes >> (dir * DIM + lane_no) & 1 == 0 {
+                    continue;
+                }
                 let lane = self.lanes[dir * DIM + lane_no];
                 let mut empties = [0usize; DIM];
                 let mut m = 0;

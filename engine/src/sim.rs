@@ -7,11 +7,12 @@
 //! `i`'s deal comes from `derive(seed, i)`: results do not depend on the thread count.
 //! Statistics are summed in iteration order, so they are bit-identical too.
 
-use crate::bots::{Player, StaticBot};
+use crate::board::DIM;
+use crate::bots::{request, Player, StaticBot, OPENING_VOWEL_PENALTY};
 use crate::game::{Bag, Game};
-use crate::leaves::Klv;
-use crate::movegen::{Ctx, Generator};
-use crate::moves::Move;
+use crate::leaves::{Klv, RackLeaves};
+use crate::movegen::{Ctx, Generator, Mode};
+use crate::moves::{Kind, Move};
 use crate::rng::{derive, Rng};
 use crate::winpct::WinTable;
 use rayon::prelude::*;
@@ -149,7 +150,8 @@ impl Simulator<'_> {
                     || (Generator::new(), StaticBot::new(self.leaves.clone())),
                     |(mg, bot), i| {
                         let deal = deal(&base, &unseen, opp_len, derive(cfg.seed, i));
-                        cands.iter().zip(&active).map(|(c, &on)| on.then(|| self.rollout(&deal, &c.mv, cfg.plies, me, bot, mg))).collect()
+                        let mut replies = Replies::default();
+                        cands.iter().zip(&active).map(|(c, &on)| on.then(|| self.rollout(&deal, &c.mv, cfg.plies, me, bot, mg, &mut replies))).collect()
                     },
                 )
                 .collect();
@@ -173,18 +175,19 @@ impl Simulator<'_> {
 
     /// Play `mv` and `plies` static replies on a copy of `deal`; (win probability, equity) for
     /// player `me`.
-    fn rollout(&self, deal: &Game, mv: &Move, plies: usize, me: usize, bot: &mut StaticBot, mg: &mut Generator) -> (f64, f64) {
+    #[allow(clippy::too_many_arguments)]
+    fn rollout(&self, deal: &Game, mv: &Move, plies: usize, me: usize, bot: &mut StaticBot, mg: &mut Generator, replies: &mut Replies) -> (f64, f64) {
         let ctx = self.ctx;
         let mut g = deal.clone();
         let spread0 = g.scores[me] - g.scores[1 - me];
         g.play(ctx, mv);
         // Bots inside rollouts are deterministic; their random stream is never used.
         let mut unused = Rng::new(0);
-        for _ in 0..plies {
+        for ply in 0..plies {
             if g.is_over() {
                 break;
             }
-            let m = bot.choose(ctx, &g, mg, &mut unused);
+            let m = if ply == 0 { replies.reply(ctx, bot, deal, &g, mg) } else { bot.choose(ctx, &g, mg, &mut unused) };
             g.play(ctx, &m);
         }
         let spread = g.scores[me] - g.scores[1 - me];
@@ -208,6 +211,49 @@ impl Simulator<'_> {
         let s = adjusted.round() as i32;
         let win = if to_move == me { self.table.win_prob(s, unseen) } else { 1.0 - self.table.win_prob(-s, unseen) };
         (win, adjusted - spread0 as f64)
+    }
+}
+
+/// How many of the opponent's best moves on the iteration's board are kept for `Replies`.
+const SHARED: usize = 8;
+
+/// The opponent's static reply to each candidate of one iteration. Every candidate leaves the
+/// opponent the same rack on a board that differs from the iteration's only in the lanes the
+/// candidate changed (`Board::changed_lanes`), so one search of the iteration's board serves
+/// them all: the best of its moves outside those lanes is still legal and scores the same,
+/// and only the changed lanes are searched again, against it. The reply is exactly the static
+/// bot's.
+#[derive(Default)]
+pub struct Replies {
+    /// The opponent's leave values and best `SHARED` moves on the iteration's board, by
+    /// whether exchanges are legal after the candidate.
+    base: [Option<(RackLeaves, Vec<Move>)>; 2],
+}
+
+impl Replies {
+    /// The static reply in `after`, which is `before` with one move of the other player made.
+    pub fn reply(&mut self, ctx: Ctx, bot: &mut StaticBot, before: &Game, after: &Game, mg: &mut Generator) -> Move {
+        let rack = &after.racks[after.on_turn];
+        // The opening's adjustments, and the endgame's leave values, change with the move made.
+        if before.board.is_empty() || after.bag.is_empty() || after.on_turn == before.on_turn || *rack != before.racks[after.on_turn] {
+            return bot.choose(ctx, after, mg, &mut Rng::new(0));
+        }
+        let exchange = after.bag.len() >= crate::game::MIN_BAG_TO_EXCHANGE;
+        let (leaves, best) = self.base[exchange as usize].get_or_insert_with(|| {
+            let leaves = bot.rack_leaves(ctx, after);
+            let req = crate::movegen::Request { board: &before.board, ..request(after, &leaves, OPENING_VOWEL_PENALTY) };
+            let best = mg.generate(ctx, &req, Mode::Best(SHARED)).to_vec();
+            (leaves, best)
+        });
+        let lanes = after.board.changed_lanes(&before.board);
+        let known = match best.iter().find(|m| m.kind != Kind::Place || lanes >> (m.dir as usize * DIM + m.lane as usize) & 1 == 0) {
+            Some(m) => (m.kind == Kind::Place).then_some(*m),
+            // Every kept move is in a changed lane: the best elsewhere is unknown, unless the
+            // list was complete.
+            None if best.len() == SHARED => return bot.choose(ctx, after, mg, &mut Rng::new(0)),
+            None => None,
+        };
+        mg.generate_lanes(ctx, &request(after, leaves, OPENING_VOWEL_PENALTY), Mode::Best(1), lanes, known)[0]
     }
 }
 

@@ -106,3 +106,36 @@ fn best_moves_equal_head_of_all_moves() {
         }
     }
 }
+
+/// `Board::changed_lanes` is what the shared replies of the simulator rest on: after any move,
+/// the plays in every lane it does not name are the same, with the same scores, as before.
+#[test]
+fn plays_outside_the_changed_lanes_are_unchanged() {
+    let lex = enable();
+    let mut mg = Generator::new();
+    let mut checked = 0;
+    let all = positions(lex, 40, 5);
+    for (i, (board, rack)) in all.iter().enumerate().filter(|(_, (b, _))| !b.is_empty()) {
+        let leaves = RackLeaves::new(rack, |_| 0);
+        let req = Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+        let mut played: Vec<_> = mg.generate(ctx(lex), &req, Mode::All).iter().copied().filter(|m| m.kind == Kind::Place).collect();
+        played.sort_unstable_by(rank);
+        // Another rack for the replies: the tiles of a later position.
+        let (_, other) = &all[(i + 7) % all.len()];
+        for m in played.iter().take(6) {
+            let mut after = board.clone();
+            let tiles = &m.tiles[m.start as usize..(m.start + m.len) as usize];
+            after.place(m.dir(), m.lane as usize, m.start as usize, tiles, &lex.kwg, dist());
+            let changed = after.changed_lanes(board);
+            assert_ne!(changed, 0);
+            let outside = |b: &Board| {
+                let mut v: Vec<RefMove> = fast_moves(lex, b, other, &mut Generator::new());
+                v.retain(|&(dir, lane, ..)| changed >> (dir * 15 + lane) & 1 == 0);
+                v
+            };
+            assert_eq!(outside(board), outside(&after), "position {i}, after {m:?}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}

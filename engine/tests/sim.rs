@@ -1,5 +1,5 @@
 //! The simulator: position untouched, common random numbers, thread-independence, an obvious
-//! best move found and never cut, game ends scored exactly.
+//! best move found and never cut, game ends scored exactly, shared replies exact.
 
 mod common;
 
@@ -9,7 +9,7 @@ use engine::game::Game;
 use engine::leaves::Klv;
 use engine::movegen::{Ctx, Generator, Mode, Request};
 use engine::moves::{Kind, Move};
-use engine::sim::{SimConfig, SimResult, Simulator, StopLevel};
+use engine::sim::{Replies, SimConfig, SimResult, Simulator, StopLevel};
 use engine::winpct::WinTable;
 use std::path::Path;
 use std::sync::Arc;
@@ -153,4 +153,43 @@ fn sim_bot_specs() {
         assert!(e.message.contains(word), "{bad}: {e}");
     }
     assert!(b.build(None, None).is_err(), "a simulating bot needs a win-probability table");
+}
+
+/// The opponent's reply found through the shared search (`Replies`) equals the static bot's
+/// own choice after every candidate, from the first turns to the bag's last tiles, exchanges
+/// and passes among the candidates.
+#[test]
+fn shared_replies_equal_the_static_bots_choice() {
+    let ctx = common::ctx(common::enable());
+    let (klv, _) = data();
+    let mut bot = StaticBot::new(Some(klv.clone()));
+    let mut mg = Generator::new();
+    let (mut compared, mut kinds) = (0, [0; 3]);
+    for seed in 0..24 {
+        let mut g = Game::new(ctx.dist, 7000 + seed);
+        let mut rng = engine::rng::Rng::new(seed);
+        let mut turn = 0;
+        while !g.is_over() {
+            if turn % 3 == 1 {
+                let cands = bot.best(ctx, &g, &mut mg, 15).to_vec();
+                let mut replies = Replies::default();
+                for c in &cands {
+                    let mut after = g.clone();
+                    after.play(ctx, c);
+                    if after.is_over() {
+                        continue;
+                    }
+                    let want = bot.choose(ctx, &after, &mut mg, &mut rng);
+                    let got = replies.reply(ctx, &mut bot, &g, &after, &mut mg);
+                    assert_eq!(got, want, "game {seed}, turn {turn}, after {c:?}");
+                    compared += 1;
+                    kinds[c.kind as usize] += 1;
+                }
+            }
+            let m = bot.choose(ctx, &g, &mut mg, &mut rng);
+            g.play(ctx, &m);
+            turn += 1;
+        }
+    }
+    assert!(compared > 1500 && kinds[1] > 20, "{compared} replies compared, candidates by kind {kinds:?}");
 }
