@@ -630,19 +630,19 @@ impl Generator {
                     while hi + 1 < DIM && lane.tiles[hi + 1] != 0 {
                         hi += 1;
                     }
-                    let mut through = [0u8; DIM];
-                    let mut nt = 0;
+                    let (mut through, mut nt, mut through_score) = ([0u8; DIM], 0, 0);
                     for &t in &lane.tiles[lo..=hi] {
                         if t != 0 {
                             through[nt] = letter_of(t);
                             nt += 1;
+                            through_score += self.scores[t as usize];
                         }
                     }
                     through[..nt].sort_unstable();
                     let (a, b) = self.words_through(ctx, real, blanks, &through[..nt]);
                     for f in a..b {
                         let word = anagrams.word(self.found[f as usize]);
-                        self.place_bingo(ps, lo, hi, word, real, blanks);
+                        self.place_bingo(ps, lo, hi, through_score, word, real, blanks);
                     }
                 }
             }
@@ -689,8 +689,10 @@ impl Generator {
     }
 
     /// Record `word` on the seven empty squares `ps` of the loaded lane (the word spanning
-    /// `lo..=hi`) if it fits there, once for each way of putting the blanks on its letters.
-    fn place_bingo(&mut self, ps: &[usize], lo: usize, hi: usize, word: &Word, real: &[u8], blanks: usize) {
+    /// `lo..=hi`, whose board tiles score `through`) if it fits there, once for each way of
+    /// putting the blanks on its letters.
+    #[allow(clippy::too_many_arguments)]
+    fn place_bingo(&mut self, ps: &[usize], lo: usize, hi: usize, through: i32, word: &Word, real: &[u8], blanks: usize) {
         let l = self.lane;
         if (lo..=hi).any(|q| l.tiles[q] != 0 && letter_of(l.tiles[q]) != word[q - lo]) {
             return;
@@ -710,7 +712,6 @@ impl Generator {
         for &t in real {
             extra[t as usize] -= 1;
         }
-        let through: i32 = (lo..=hi).filter(|&q| l.tiles[q] != 0).map(|q| self.scores[l.tiles[q] as usize]).sum();
         for mask in 0u32..1 << RACK_SIZE {
             if mask.count_ones() as usize != blanks {
                 continue;
