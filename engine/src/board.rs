@@ -7,6 +7,8 @@
 
 use crate::error::{DataError, Located};
 use crate::lexicon::Kwg;
+use crate::rng::mix;
+use std::hash::Hasher;
 use crate::tiles::{letter_of, Distribution};
 use std::path::Path;
 
@@ -17,6 +19,12 @@ pub const SQUARES: usize = DIM * DIM;
 pub type Dir = usize;
 pub const ACROSS: Dir = 0;
 pub const DOWN: Dir = 1;
+
+/// The `changed_lanes` bit of (`dir`, `lane`).
+#[inline]
+pub fn lane_bit(dir: Dir, lane: usize) -> u32 {
+    1 << (dir * DIM + lane)
+}
 
 /// Index of (lane, pos) in direction `dir`, and the same square seen from the other direction
 /// is `idx(lane=pos, pos=lane)`.
@@ -151,9 +159,11 @@ impl Board {
 
     /// Place tiles along `dir` in `lane` from `start` (0 = square already occupied) and update
     /// the cross-sets the move changed: only squares at either end of a run of tiles that now
-    /// holds a placed tile can see a different word beside them.
-    pub fn place(&mut self, dir: Dir, lane: usize, start: usize, tiles: &[u8], kwg: &Kwg, dist: &Distribution) {
+    /// holds a placed tile can see a different word beside them. Returns the lanes touched, as
+    /// bits `dir * DIM + lane`: a superset of `changed_lanes` against the board before.
+    pub fn place(&mut self, dir: Dir, lane: usize, start: usize, tiles: &[u8], kwg: &Kwg, dist: &Distribution) -> u32 {
         let other = 1 - dir;
+        let mut touched = lane_bit(dir, lane);
         for (k, &t) in tiles.iter().enumerate() {
             if t != 0 {
                 let pos = start + k;
@@ -164,17 +174,18 @@ impl Board {
                 self.cross_score[other][idx(pos, lane)] = -1;
                 self.cross[dir][idx(lane, pos)] = 0;
                 self.cross_score[dir][idx(lane, pos)] = -1;
-                self.recompute_run_ends(other, pos, lane, kwg, dist);
+                touched |= lane_bit(other, pos) | self.recompute_run_ends(other, pos, lane, kwg, dist);
             }
         }
         if let Some(first) = tiles.iter().position(|&t| t != 0) {
-            self.recompute_run_ends(dir, lane, start + first, kwg, dist);
+            touched |= self.recompute_run_ends(dir, lane, start + first, kwg, dist);
         }
+        touched
     }
 
     /// Recompute the squares just before and after the run of tiles through `pos` in
-    /// (`dir`, `lane`).
-    fn recompute_run_ends(&mut self, dir: Dir, lane: usize, pos: usize, kwg: &Kwg, dist: &Distribution) {
+    /// (`dir`, `lane`); the lanes (along `1 - dir`) those squares lie in.
+    fn recompute_run_ends(&mut self, dir: Dir, lane: usize, pos: usize, kwg: &Kwg, dist: &Distribution) -> u32 {
         let tiles = &self.tiles[dir][lane * DIM..lane * DIM + DIM];
         let mut lo = pos;
         while lo > 0 && tiles[lo - 1] != 0 {
@@ -184,12 +195,16 @@ impl Board {
         while hi + 1 < DIM && tiles[hi + 1] != 0 {
             hi += 1;
         }
+        let mut touched = 0;
         if lo > 0 {
             self.recompute_square(dir, lane, lo - 1, kwg, dist);
+            touched |= lane_bit(1 - dir, lo - 1);
         }
         if hi + 1 < DIM {
             self.recompute_square(dir, lane, hi + 1, kwg, dist);
+            touched |= lane_bit(1 - dir, hi + 1);
         }
+        touched
     }
 
     pub fn recompute_all(&mut self, kwg: &Kwg, dist: &Distribution) {
@@ -256,6 +271,20 @@ impl Board {
             }
         }
         mask
+    }
+
+    /// A 64-bit digest of what plays along (`dir`, `lane`) see: the lane's number and its
+    /// squares' tiles, cross-sets and cross-scores (the state `changed_lanes` compares). On a
+    /// board with tiles, two lanes with the same key admit the same plays with the same scores.
+    pub fn lane_key(&self, dir: Dir, lane: usize) -> u64 {
+        let r = lane * DIM..lane * DIM + DIM;
+        let mut h = rustc_hash::FxHasher::default();
+        h.write_usize(dir * DIM + lane);
+        for p in r {
+            h.write_u64(self.cross[dir][p]);
+            h.write_u32(self.tiles[dir][p] as u32 | (self.cross_score[dir][p] as u16 as u32) << 8);
+        }
+        mix(h.finish())
     }
 
     /// Lanes/tiles as CGP-like rows, for debugging and tests.

@@ -107,8 +107,10 @@ fn best_moves_equal_head_of_all_moves() {
     }
 }
 
-/// `Board::changed_lanes` is what the shared replies of the simulator rest on: after any move,
-/// the plays in every lane it does not name are the same, with the same scores, as before.
+/// `Board::changed_lanes` is what the shared replies of the simulator rest on, and lane keys
+/// what the endgame's play cache rests on: after any move, the plays in every lane it does not
+/// name are the same, with the same scores, as before; `place` names at least those lanes, and
+/// a lane's key changes exactly when the lane does.
 #[test]
 fn plays_outside_the_changed_lanes_are_unchanged() {
     let lex = enable();
@@ -125,9 +127,15 @@ fn plays_outside_the_changed_lanes_are_unchanged() {
         for m in played.iter().take(6) {
             let mut after = board.clone();
             let tiles = &m.tiles[m.start as usize..(m.start + m.len) as usize];
-            after.place(m.dir(), m.lane as usize, m.start as usize, tiles, &lex.kwg, dist());
+            let touched = after.place(m.dir(), m.lane as usize, m.start as usize, tiles, &lex.kwg, dist());
             let changed = after.changed_lanes(board);
             assert_ne!(changed, 0);
+            assert_eq!(changed & !touched, 0, "place names every lane it changed");
+            for bit in 0..30 {
+                let (dir, lane) = (bit / 15, bit % 15);
+                let same = after.lane_key(dir, lane) == board.lane_key(dir, lane);
+                assert_eq!(same, changed >> bit & 1 == 0, "lane key of {dir}/{lane} after {m:?}");
+            }
             let outside = |b: &Board| {
                 let mut v: Vec<RefMove> = fast_moves(lex, b, other, &mut Generator::new());
                 v.retain(|&(dir, lane, ..)| changed >> (dir * 15 + lane) & 1 == 0);

@@ -16,19 +16,20 @@
 //! scoreless turns in a row end the game with each rack's value taken from its owner.
 
 pub mod peg;
+mod plays;
 pub mod sets;
 pub mod tt;
 
 use crate::board::{Board, ACROSS, DIM};
 use crate::game::{Game, MAX_SCORELESS_TURNS};
-use crate::leaves::RackLeaves;
-use crate::movegen::{Ctx, Generator, Mode, Request, RACK_SIZE};
+use crate::movegen::{Ctx, Generator, RACK_SIZE};
 use crate::moves::{Kind, Move};
 use crate::rng::{mix, Rng};
 use crate::tiles::{letter_of, BLANK_BIT};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 use thiserror::Error;
+use plays::{Plays, LANES};
 use tt::{Bound, Entry, Table};
 
 /// Beyond any reachable spread.
@@ -154,6 +155,8 @@ struct Node {
     spread: i32,
     scoreless: u8,
     hash: u64,
+    /// `Board::lane_key` of every lane, for the play memo.
+    lanes: [u64; LANES],
 }
 
 /// What a move leads to.
@@ -161,14 +164,6 @@ enum Next {
     /// The game ended: the final spread from the view of the player who moved.
     Over(i32),
     Go(Box<Node>),
-}
-
-/// Every move of the mover (no exchanges: the bag is empty), in generation order.
-fn all_moves<'g>(mg: &'g mut Generator, ctx: Ctx, node: &Node) -> &'g [Move] {
-    let rack = node.racks[0].tiles();
-    let leaves = RackLeaves::new(rack, |_| 0);
-    let req = Request { board: &node.board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
-    mg.generate(ctx, &req, Mode::All)
 }
 
 /// A 24-bit fingerprint of a move, to find the table's best move in a fresh move list.
@@ -248,7 +243,8 @@ impl Solver {
             }
         }
         let spread = game.scores[me] - game.scores[1 - me];
-        Ok(Node { board: game.board.clone(), racks, mover: 0, spread, scoreless: game.scoreless, hash })
+        let lanes = plays::lane_keys(&game.board);
+        Ok(Node { board: game.board.clone(), racks, mover: 0, spread, scoreless: game.scoreless, hash, lanes })
     }
 
     /// Solve the endgame of `game` (the bag must be empty) for the player on turn. `progress`
@@ -314,6 +310,7 @@ struct Iteration {
 struct Search<'s> {
     sh: &'s Shared<'s>,
     mg: Generator,
+    plays: Plays,
     /// Move lists by ply: (ordering estimate, move).
     moves: Vec<Vec<(i32, Move)>>,
     /// Triangular principal variation: `pv[ply]` is the best line found from that ply.
@@ -329,7 +326,7 @@ struct Search<'s> {
 
 impl<'s> Search<'s> {
     fn new(sh: &'s Shared<'s>, jitter: Option<Rng>) -> Self {
-        Self { sh, mg: Generator::new(), moves: Vec::new(), pv: Vec::new(), nodes: 0, jitter, stopped: false, must_finish: false }
+        Self { sh, mg: Generator::new(), plays: Plays::default(), moves: Vec::new(), pv: Vec::new(), nodes: 0, jitter, stopped: false, must_finish: false }
     }
 
     fn flush_nodes(&mut self) {
@@ -493,7 +490,7 @@ impl<'s> Search<'s> {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
         let dist = self.sh.ctx.dist;
         let (mut best, mut best_end, mut horizon) = ((-INF, Move::PASS), (-INF, Move::PASS), false);
-        for m in all_moves(&mut self.mg, self.sh.ctx, node) {
+        for m in self.plays.all(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, me.tiles()) {
             let kept = me.value - m.rack_tiles().map(|t| dist.score(t)).sum::<i32>();
             let out = m.tiles_used() == me.len as usize;
             let scoreless = m.kind != Kind::Place || m.score == 0;
@@ -522,7 +519,7 @@ impl<'s> Search<'s> {
     fn order(&mut self, node: &Node, ply: usize, tt_move: u32, out: &mut Vec<(i32, Move)>) {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
         out.clear();
-        for m in all_moves(&mut self.mg, self.sh.ctx, node) {
+        for m in self.plays.all(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, me.tiles()) {
             let used = m.tiles_used() as i32;
             let mut est = match m.kind {
                 Kind::Place if used == me.len as i32 => 1_000 + m.score + 2 * opp.value,
@@ -567,6 +564,7 @@ impl<'s> Search<'s> {
             return Next::Over(node.spread + score - rack.value + opp.value);
         }
         let mut board = node.board.clone();
+        let mut lanes = node.lanes;
         if mv.kind == Kind::Place {
             let (row, col) = mv.origin();
             for (k, &t) in mv.tiles().iter().enumerate() {
@@ -575,10 +573,13 @@ impl<'s> Search<'s> {
                     hash ^= keys.tile(sq, t);
                 }
             }
-            board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), self.sh.ctx.kwg, self.sh.ctx.dist);
+            let touched = board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), self.sh.ctx.kwg, self.sh.ctx.dist);
+            for bit in (0..LANES).filter(|&b| touched >> b & 1 != 0) {
+                lanes[bit] = board.lane_key(bit / DIM, bit % DIM);
+            }
         }
         hash ^= keys.side ^ keys.scoreless[node.scoreless as usize] ^ keys.scoreless[scoreless as usize];
-        Next::Go(Box::new(Node { board, racks: [opp, rack], mover: 1 - node.mover, spread: -(node.spread + score), scoreless, hash }))
+        Next::Go(Box::new(Node { board, racks: [opp, rack], mover: 1 - node.mover, spread: -(node.spread + score), scoreless, hash, lanes }))
     }
 
     /// Extend a principal variation cut short (by a table hit) to the end of the game, by
