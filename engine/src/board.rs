@@ -8,6 +8,7 @@
 use crate::error::{DataError, Located};
 use crate::lexicon::Kwg;
 use crate::rng::mix;
+use rustc_hash::FxHashMap;
 use std::hash::Hasher;
 use crate::tiles::{letter_of, Distribution};
 use std::path::Path;
@@ -162,6 +163,11 @@ impl Board {
     /// holds a placed tile can see a different word beside them. Returns the lanes touched, as
     /// bits `dir * DIM + lane`: a superset of `changed_lanes` against the board before.
     pub fn place(&mut self, dir: Dir, lane: usize, start: usize, tiles: &[u8], kwg: &Kwg, dist: &Distribution) -> u32 {
+        self.place_with(dir, lane, start, tiles, &mut &*kwg, dist)
+    }
+
+    /// `place`, taking cross-sets from `cross` (e.g. a [`CrossMemo`]).
+    pub fn place_with(&mut self, dir: Dir, lane: usize, start: usize, tiles: &[u8], cross: &mut impl CrossSets, dist: &Distribution) -> u32 {
         let other = 1 - dir;
         let mut touched = lane_bit(dir, lane);
         for (k, &t) in tiles.iter().enumerate() {
@@ -174,18 +180,18 @@ impl Board {
                 self.cross_score[other][idx(pos, lane)] = -1;
                 self.cross[dir][idx(lane, pos)] = 0;
                 self.cross_score[dir][idx(lane, pos)] = -1;
-                touched |= lane_bit(other, pos) | self.recompute_run_ends(other, pos, lane, kwg, dist);
+                touched |= lane_bit(other, pos) | self.recompute_run_ends(other, pos, lane, cross, dist);
             }
         }
         if let Some(first) = tiles.iter().position(|&t| t != 0) {
-            touched |= self.recompute_run_ends(dir, lane, start + first, kwg, dist);
+            touched |= self.recompute_run_ends(dir, lane, start + first, cross, dist);
         }
         touched
     }
 
     /// Recompute the squares just before and after the run of tiles through `pos` in
     /// (`dir`, `lane`); the lanes (along `1 - dir`) those squares lie in.
-    fn recompute_run_ends(&mut self, dir: Dir, lane: usize, pos: usize, kwg: &Kwg, dist: &Distribution) -> u32 {
+    fn recompute_run_ends(&mut self, dir: Dir, lane: usize, pos: usize, cross: &mut impl CrossSets, dist: &Distribution) -> u32 {
         let tiles = &self.tiles[dir][lane * DIM..lane * DIM + DIM];
         let mut lo = pos;
         while lo > 0 && tiles[lo - 1] != 0 {
@@ -197,11 +203,11 @@ impl Board {
         }
         let mut touched = 0;
         if lo > 0 {
-            self.recompute_square(dir, lane, lo - 1, kwg, dist);
+            self.recompute_square(dir, lane, lo - 1, cross, dist);
             touched |= lane_bit(1 - dir, lo - 1);
         }
         if hi + 1 < DIM {
-            self.recompute_square(dir, lane, hi + 1, kwg, dist);
+            self.recompute_square(dir, lane, hi + 1, cross, dist);
             touched |= lane_bit(1 - dir, hi + 1);
         }
         touched
@@ -219,13 +225,13 @@ impl Board {
     /// direction, i.e. `cross[1 - dir]` of this lane's squares.
     fn recompute_lane(&mut self, dir: Dir, lane: usize, kwg: &Kwg, dist: &Distribution) {
         for pos in 0..DIM {
-            self.recompute_square(dir, lane, pos, kwg, dist);
+            self.recompute_square(dir, lane, pos, &mut &*kwg, dist);
         }
     }
 
     /// `cross[1 - dir]` and `cross_score[1 - dir]` of square `pos` of (`dir`, `lane`), from the
     /// tiles beside it in that lane.
-    fn recompute_square(&mut self, dir: Dir, lane: usize, pos: usize, kwg: &Kwg, dist: &Distribution) {
+    fn recompute_square(&mut self, dir: Dir, lane: usize, pos: usize, cross: &mut impl CrossSets, dist: &Distribution) {
         let other = 1 - dir;
         let tiles = &self.tiles[dir][lane * DIM..lane * DIM + DIM];
         let sq = idx(pos, lane);
@@ -249,7 +255,7 @@ impl Board {
         }
         let (prefix, suffix) = (&tiles[lo..pos], &tiles[pos + 1..hi]);
         let score: i32 = prefix.iter().chain(suffix).map(|&t| dist.score(t)).sum();
-        self.cross[other][sq] = cross_set(kwg, prefix, suffix);
+        self.cross[other][sq] = cross.cross_set(prefix, suffix);
         self.cross_score[other][sq] = score as i16;
     }
 
@@ -296,6 +302,50 @@ impl Board {
 impl Default for Board {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Where `Board::place_with` gets cross-sets: the word graph, or a memo in front of it.
+pub trait CrossSets {
+    /// Letters `x` such that `prefix x suffix` is a word.
+    fn cross_set(&mut self, prefix: &[u8], suffix: &[u8]) -> u64;
+}
+
+impl CrossSets for &Kwg {
+    fn cross_set(&mut self, prefix: &[u8], suffix: &[u8]) -> u64 {
+        cross_set(self, prefix, suffix)
+    }
+}
+
+/// Cross-sets already found, by the letters either side of the square. A search that plays the
+/// same words beside the same words again and again (the endgame) walks the graph once for each.
+pub struct CrossMemo<'k> {
+    kwg: &'k Kwg,
+    sets: FxHashMap<u128, u64>,
+}
+
+/// Cross-sets held before a memo starts afresh.
+const MEMO_SETS: usize = 1 << 20;
+
+impl<'k> CrossMemo<'k> {
+    pub fn new(kwg: &'k Kwg) -> Self {
+        Self { kwg, sets: FxHashMap::default() }
+    }
+}
+
+impl CrossSets for CrossMemo<'_> {
+    fn cross_set(&mut self, prefix: &[u8], suffix: &[u8]) -> u64 {
+        // Both lengths, then six bits a letter: at most 14 letters beside a square.
+        let key = prefix.iter().chain(suffix).fold((prefix.len() as u128) << 4 | suffix.len() as u128, |k, &t| k << 6 | letter_of(t) as u128);
+        if let Some(&set) = self.sets.get(&key) {
+            return set;
+        }
+        if self.sets.len() >= MEMO_SETS {
+            self.sets.clear();
+        }
+        let set = cross_set(self.kwg, prefix, suffix);
+        self.sets.insert(key, set);
+        set
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use engine::board::Board;
+use engine::board::{Board, CrossMemo};
 use engine::leaves::RackLeaves;
 use engine::movegen::{Generator, Mode, Request};
 use engine::moves::{rank, Kind};
@@ -116,6 +116,7 @@ fn plays_outside_the_changed_lanes_are_unchanged() {
     let lex = enable();
     let mut mg = Generator::new();
     let mut checked = 0;
+    let mut memo = CrossMemo::new(&lex.kwg);
     let all = positions(lex, 40, 5);
     for (i, (board, rack)) in all.iter().enumerate().filter(|(_, (b, _))| !b.is_empty()) {
         let leaves = RackLeaves::new(rack, |_| 0);
@@ -131,6 +132,9 @@ fn plays_outside_the_changed_lanes_are_unchanged() {
             let changed = after.changed_lanes(board);
             assert_ne!(changed, 0);
             assert_eq!(changed & !touched, 0, "place names every lane it changed");
+            let mut remembered = board.clone();
+            remembered.place_with(m.dir(), m.lane as usize, m.start as usize, tiles, &mut memo, dist());
+            assert!(remembered == after, "cross-sets from the memo differ after {m:?}");
             for bit in 0..30 {
                 let (dir, lane) = (bit / 15, bit % 15);
                 let same = after.lane_key(dir, lane) == board.lane_key(dir, lane);

@@ -20,7 +20,7 @@ mod plays;
 pub mod sets;
 pub mod tt;
 
-use crate::board::{Board, ACROSS, DIM};
+use crate::board::{Board, CrossMemo, ACROSS, DIM};
 use crate::game::{Game, MAX_SCORELESS_TURNS};
 use crate::movegen::{Ctx, Generator, RACK_SIZE};
 use crate::moves::{Kind, Move};
@@ -311,6 +311,7 @@ struct Search<'s> {
     sh: &'s Shared<'s>,
     mg: Generator,
     plays: Plays,
+    cross: CrossMemo<'s>,
     /// Move lists by ply: (ordering estimate, move).
     moves: Vec<Vec<(i32, Move)>>,
     /// Triangular principal variation: `pv[ply]` is the best line found from that ply.
@@ -326,7 +327,7 @@ struct Search<'s> {
 
 impl<'s> Search<'s> {
     fn new(sh: &'s Shared<'s>, jitter: Option<Rng>) -> Self {
-        Self { sh, mg: Generator::new(), plays: Plays::default(), moves: Vec::new(), pv: Vec::new(), nodes: 0, jitter, stopped: false, must_finish: false }
+        Self { sh, mg: Generator::new(), plays: Plays::default(), cross: CrossMemo::new(sh.ctx.kwg), moves: Vec::new(), pv: Vec::new(), nodes: 0, jitter, stopped: false, must_finish: false }
     }
 
     fn flush_nodes(&mut self) {
@@ -540,7 +541,7 @@ impl<'s> Search<'s> {
     }
 
     /// The position after the mover plays `mv`.
-    fn next(&self, node: &Node, mv: &Move) -> Next {
+    fn next(&mut self, node: &Node, mv: &Move) -> Next {
         let keys = self.sh.keys;
         let (me, opp) = (node.racks[0], node.racks[1]);
         let mut rack = me;
@@ -573,7 +574,7 @@ impl<'s> Search<'s> {
                     hash ^= keys.tile(sq, t);
                 }
             }
-            let touched = board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), self.sh.ctx.kwg, self.sh.ctx.dist);
+            let touched = board.place_with(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), &mut self.cross, self.sh.ctx.dist);
             for bit in (0..LANES).filter(|&b| touched >> b & 1 != 0) {
                 lanes[bit] = board.lane_key(bit / DIM, bit % DIM);
             }
