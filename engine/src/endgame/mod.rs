@@ -489,6 +489,31 @@ impl<'s> Search<'s> {
     /// bound when a game-ending move alone reaches `beta`.
     fn frontier(&mut self, node: &Node, ply: usize, beta: i32) -> (i32, bool) {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
+        // A move worth w (score plus the tiles it plays) is valued base + w, going out base + w
+        // + the opponent's rack.
+        let base = node.spread + opp.value - me.value;
+        let (value, mv, horizon) = if node.scoreless + 1 >= MAX_SCORELESS_TURNS {
+            self.last_scoreless_turn(node, beta)
+        } else {
+            let best = self.plays.best(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, me.tiles(), opp.value);
+            match best.out {
+                Some((m, w)) if base + w >= beta => (base + w, m, false),
+                // The pass is always there and never ends the game: a horizon value.
+                _ => (base + best.any.1, best.any.0, true),
+            }
+        };
+        self.pv[ply].clear();
+        self.pv[ply].push(mv);
+        let bound = if value >= beta { Bound::Lower } else { Bound::Exact };
+        let stored = (value - node.spread).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
+        self.sh.table.put(node.hash, Entry { value: stored, depth: 1, bound, solved: !horizon, mv: fingerprint(&mv) });
+        (value, horizon)
+    }
+
+    /// `frontier` when a scoreless move would end the game (five scoreless turns in a row):
+    /// every move is looked at.
+    fn last_scoreless_turn(&mut self, node: &Node, beta: i32) -> (i32, Move, bool) {
+        let (me, opp) = (&node.racks[0], &node.racks[1]);
         let dist = self.sh.ctx.dist;
         let (mut best, mut best_end, mut horizon) = ((-INF, Move::PASS), (-INF, Move::PASS), false);
         for m in self.plays.all(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, me.tiles()) {
@@ -496,7 +521,7 @@ impl<'s> Search<'s> {
             let out = m.tiles_used() == me.len as usize;
             let scoreless = m.kind != Kind::Place || m.score == 0;
             let v = node.spread + m.score + opp.value - kept + if out { opp.value } else { 0 };
-            let ends = out || (scoreless && node.scoreless + 1 >= MAX_SCORELESS_TURNS);
+            let ends = out || scoreless;
             if ends && v > best_end.0 {
                 best_end = (v, *m);
             }
@@ -505,13 +530,7 @@ impl<'s> Search<'s> {
                 best = (v, *m);
             }
         }
-        let (value, mv, horizon) = if best_end.0 >= beta { (best_end.0, best_end.1, false) } else { (best.0, best.1, horizon) };
-        self.pv[ply].clear();
-        self.pv[ply].push(mv);
-        let bound = if value >= beta { Bound::Lower } else { Bound::Exact };
-        let stored = (value - node.spread).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
-        self.sh.table.put(node.hash, Entry { value: stored, depth: 1, bound, solved: !horizon, mv: fingerprint(&mv) });
-        (value, horizon)
+        if best_end.0 >= beta { (best_end.0, best_end.1, false) } else { (best.0, best.1, horizon) }
     }
 
     /// All moves of the mover, best guess first: the table's move, then going out (score +

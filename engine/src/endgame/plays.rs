@@ -14,13 +14,15 @@ use crate::board::{lane_bit, Board, DIM};
 use crate::leaves::RackLeaves;
 use crate::movegen::{Ctx, Generator, Mode, Request};
 use crate::moves::{Kind, Move};
-use rustc_hash::FxHashMap;
+use crate::rng::mix;
 
 /// Lanes on the board, and so keys per position.
 pub(super) const LANES: usize = 2 * DIM;
 
 /// Plays held before the memo starts afresh (28 bytes each): bounds a thread's memory.
 const MAX_PLAYS: usize = 1 << 21;
+/// Slots of the memo's index (32 bytes each).
+const SLOTS: usize = 1 << 20;
 
 /// Every lane's key on `board`.
 pub(super) fn lane_keys(board: &Board) -> [u64; LANES] {
@@ -36,56 +38,131 @@ fn rack_key(rack: &[u8]) -> u64 {
     sorted[..rack.len()].iter().fold(0, |k, &t| k << 8 | (t as u64 + 1))
 }
 
-#[derive(Default)]
+/// One (lane, rack)'s plays: a range of `Plays::plays`, and the best of them for a frontier
+/// node (see [`Plays::best`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Lane {
+    start: u32,
+    end: u32,
+    /// Index and worth (score plus the tiles' face value) of the first best play that keeps a
+    /// tile, and of the first best that goes out; `u32::MAX` when there is none.
+    keep: (u32, i32),
+    out: (u32, i32),
+}
+
+/// The first best of several plays by worth.
+fn better(best: &mut (u32, i32), at: u32, worth: i32) {
+    if best.0 == u32::MAX || worth > best.1 {
+        *best = (at, worth);
+    }
+}
+
+/// The best plays of a frontier node by worth (score plus the face value of the tiles played,
+/// plus a bonus for going out): the first best of all moves in `Plays::all`'s order, and of
+/// those going out.
+pub(super) struct Best {
+    pub any: (Move, i32),
+    pub out: Option<(Move, i32)>,
+}
+
 pub(super) struct Plays {
-    /// (lane key, rack key) -> range of `plays`.
-    lanes: FxHashMap<(u64, u64), (u32, u32)>,
+    /// A direct-mapped cache: slot `key & (SLOTS - 1)` holds (key, lane), the key mixing the
+    /// lane's and the rack's (never 0, so an empty slot matches nothing). A search reads
+    /// thirty of these per node, mostly out of cache; one load each, all independent, lets the
+    /// processor overlap them.
+    slots: Vec<(u64, Lane)>,
     plays: Vec<Move>,
-    /// The last answer.
+    /// The last answer of `all`.
     out: Vec<Move>,
     found: Vec<Move>,
+}
+
+impl Default for Plays {
+    fn default() -> Self {
+        Self { slots: Vec::new(), plays: Vec::new(), out: Vec::new(), found: Vec::new() }
+    }
 }
 
 impl Plays {
     /// Every move of `rack` on `board` (whose lane keys are `keys`): all placements, then the
     /// pass (the bag is empty, so no exchanges).
     pub fn all(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8]) -> &[Move] {
-        if self.plays.len() > MAX_PLAYS {
-            self.lanes.clear();
-            self.plays.clear();
-        }
-        let rack_key = rack_key(rack);
-        let mut ranges = [(0u32, 0u32); LANES];
-        let mut missing = 0u32;
-        for (bit, &key) in keys.iter().enumerate() {
-            match self.lanes.get(&(key, rack_key)) {
-                Some(&r) => ranges[bit] = r,
-                None => missing |= lane_bit(0, bit),
-            }
-        }
-        if missing != 0 {
-            let leaves = RackLeaves::new(rack, |_| 0);
-            let req = Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
-            self.found.clear();
-            self.found.extend(mg.generate_lanes(ctx, &req, Mode::All, missing, None).iter().filter(|m| m.kind == Kind::Place));
-            // Stable: within a lane, generation order.
-            self.found.sort_by_key(|m| m.dir as usize * DIM + m.lane as usize);
-            let mut found = self.found.iter().peekable();
-            for bit in (0..LANES).filter(|&b| missing & lane_bit(0, b) != 0) {
-                let start = self.plays.len() as u32;
-                while let Some(m) = found.next_if(|m| m.dir as usize * DIM + m.lane as usize == bit) {
-                    self.plays.push(*m);
-                }
-                ranges[bit] = (start, self.plays.len() as u32);
-                self.lanes.insert((keys[bit], rack_key), ranges[bit]);
-            }
-        }
+        let lanes = self.lanes(mg, ctx, board, keys, rack);
         self.out.clear();
-        for &(a, b) in &ranges {
-            self.out.extend_from_slice(&self.plays[a as usize..b as usize]);
+        for l in &lanes {
+            self.out.extend_from_slice(&self.plays[l.start as usize..l.end as usize]);
         }
         self.out.push(Move::PASS);
         &self.out
+    }
+
+    /// The best moves by worth, going out earning `out_bonus` more: what a scan of `all` would
+    /// find first, without listing the moves.
+    pub fn best(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], out_bonus: i32) -> Best {
+        let lanes = self.lanes(mg, ctx, board, keys, rack);
+        let (mut any, mut out) = ((u32::MAX, 0), (u32::MAX, 0));
+        for l in &lanes {
+            let gone = (l.out.0, l.out.1 + out_bonus);
+            // Within a lane, the earlier of two equal plays.
+            let first = match (l.keep.0 == u32::MAX, gone.0 == u32::MAX) {
+                (true, true) => continue,
+                (false, true) => l.keep,
+                (true, false) => gone,
+                (false, false) if gone.1 > l.keep.1 || (gone.1 == l.keep.1 && gone.0 < l.keep.0) => gone,
+                (false, false) => l.keep,
+            };
+            better(&mut any, first.0, first.1);
+            if gone.0 != u32::MAX {
+                better(&mut out, gone.0, gone.1);
+            }
+        }
+        // The pass (worth 0) comes last: it is best only when nothing else is better.
+        let any = if any.0 == u32::MAX || any.1 < 0 { (Move::PASS, 0) } else { (self.plays[any.0 as usize], any.1) };
+        Best { any, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)) }
+    }
+
+    /// Each lane's plays, generating the (lane, rack) pairs not seen before.
+    fn lanes(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8]) -> [Lane; LANES] {
+        if self.plays.len() > MAX_PLAYS || self.slots.is_empty() {
+            self.slots.clear();
+            self.slots.resize(SLOTS, (0, Lane::default()));
+            self.plays.clear();
+        }
+        let rack_key = mix(rack_key(rack));
+        let keys = keys.map(|k| (k ^ rack_key) | 1);
+        let mut lanes = [Lane::default(); LANES];
+        let mut missing = 0u32;
+        for (bit, &key) in keys.iter().enumerate() {
+            let (k, l) = &self.slots[key as usize & (SLOTS - 1)];
+            if *k == key {
+                lanes[bit] = *l;
+            } else {
+                missing |= lane_bit(0, bit);
+            }
+        }
+        if missing == 0 {
+            return lanes;
+        }
+        let leaves = RackLeaves::new(rack, |_| 0);
+        let req = Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+        self.found.clear();
+        self.found.extend(mg.generate_lanes(ctx, &req, Mode::All, missing, None).iter().filter(|m| m.kind == Kind::Place));
+        // Stable: within a lane, generation order.
+        self.found.sort_by_key(|m| m.dir as usize * DIM + m.lane as usize);
+        let mut found = self.found.iter().peekable();
+        for bit in (0..LANES).filter(|&b| missing & lane_bit(0, b) != 0) {
+            let mut l = Lane { start: self.plays.len() as u32, keep: (u32::MAX, 0), out: (u32::MAX, 0), ..Lane::default() };
+            while let Some(m) = found.next_if(|m| m.dir as usize * DIM + m.lane as usize == bit) {
+                let at = self.plays.len() as u32;
+                let worth = m.score + m.rack_tiles().map(|t| ctx.dist.score(t)).sum::<i32>();
+                better(if m.tiles_used() == rack.len() { &mut l.out } else { &mut l.keep }, at, worth);
+                self.plays.push(*m);
+            }
+            l.end = self.plays.len() as u32;
+            lanes[bit] = l;
+            self.slots[keys[bit] as usize & (SLOTS - 1)] = (keys[bit], l);
+        }
+        lanes
     }
 }
 
