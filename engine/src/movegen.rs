@@ -108,6 +108,9 @@ pub struct Generator {
     /// the word graph: tile scores by board tile (designated blanks 0), the rack's leave values
     /// and slots, and on the opening move the squares beside a letter premium.
     scores: [i32; 256],
+    /// The face values `scores` was filled from (the endgame calls with a few lanes at a time,
+    /// where refilling it showed in profiles).
+    scores_of: Vec<u8>,
     by_used: [i32; 128],
     first_slot: [u8; 64],
     /// Best leave for `k` tiles played keeping every blank, and using one (a blank kept is
@@ -151,6 +154,7 @@ impl Generator {
             rack_scores: [0; 7],
             rack_letters: 0,
             scores: [0; 256],
+            scores_of: Vec::new(),
             by_used: [0; 128],
             first_slot: [0; 64],
             leave_keep: [0; 8],
@@ -189,8 +193,11 @@ impl Generator {
         self.max_place = if lookup_bingos { RACK_SIZE - 1 } else { self.rack_len };
         self.opening = req.board.is_empty();
         self.rack_letters = req.rack.iter().filter(|&&t| t != 0).fold(0, |m, &t| m | 1 << t);
-        for t in 0..256 {
-            self.scores[t] = if (t as u8 & !BLANK_BIT) < ctx.dist.size() as u8 { ctx.dist.score(t as u8) } else { 0 };
+        if self.scores_of != ctx.dist.scores() {
+            for t in 0..256 {
+                self.scores[t] = if (t as u8 & !BLANK_BIT) < ctx.dist.size() as u8 { ctx.dist.score(t as u8) } else { 0 };
+            }
+            self.scores_of = ctx.dist.scores().to_vec();
         }
         self.by_used = req.leaves.by_used;
         self.first_slot = req.leaves.first_slot;

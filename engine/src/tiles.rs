@@ -139,6 +139,11 @@ impl Distribution {
         Some(if c.is_lowercase() { t | BLANK_BIT } else { t })
     }
 
+    /// Face value of every tile kind, blank first.
+    pub fn scores(&self) -> &[u8] {
+        &self.scores
+    }
+
     /// A rack tile from its notation: a letter (either case) or `?` for the blank.
     pub fn rack_tile(&self, c: char) -> Option<u8> {
         if c == '?' { Some(BLANK) } else { self.letter(c) }
