@@ -166,8 +166,10 @@ enum Next {
     Go(Box<Node>),
 }
 
-/// A 24-bit fingerprint of a move, to find the table's best move in a fresh move list.
-fn fingerprint(m: &Move) -> u32 {
+/// A 24-bit fingerprint of a move, to find the table's best move again: the low five bits are
+/// its lane (`dir * DIM + lane`; 31 for a pass), the rest a hash, and it is never 0.
+pub(crate) fn fingerprint(m: &Move) -> u32 {
+    let lane = if m.kind == Kind::Place { m.dir as u32 * DIM as u32 + m.lane as u32 } else { 31 };
     let mut h = (m.kind as u64) << 40 | (m.dir as u64) << 32 | (m.lane as u64) << 24 | (m.start as u64) << 16 | m.len as u64;
     for chunk in m.tiles.chunks(8) {
         let mut w = 0u64;
@@ -176,7 +178,7 @@ fn fingerprint(m: &Move) -> u32 {
         }
         h = mix(h ^ w);
     }
-    (mix(h) as u32 & 0xFF_FFFF) | 1
+    (mix(h) as u32 & 0x7F_FFE0) | 0x80_0000 | lane
 }
 
 /// The solver: its table persists across solves (entries are keyed by the whole position, so
@@ -423,12 +425,31 @@ impl<'s> Search<'s> {
         if depth == 1 {
             return self.frontier(node, ply, beta);
         }
-        let mut moves = std::mem::take(&mut self.moves[ply]);
-        self.order(node, ply, tt_move, &mut moves);
-
         let alpha0 = alpha;
+        let mut moves = std::mem::take(&mut self.moves[ply]);
+        moves.clear();
+        // The table's move first, found in its lane alone: it usually cuts, and then the other
+        // moves are never listed.
+        let first = if tt_move == 0 { None } else { self.plays.find(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, node.racks[0].tiles(), tt_move) };
+        match first {
+            Some(mv) => moves.push((i32::MAX, mv)),
+            None => self.order(node, ply, None, &mut moves),
+        }
+        let mut listed = first.is_none();
         let (mut best, mut best_fp, mut horizon) = (-INF, 0, false);
-        for (i, &(_, mv)) in moves.iter().enumerate() {
+        let mut i = 0;
+        loop {
+            if i == moves.len() {
+                if listed {
+                    break;
+                }
+                self.order(node, ply, first, &mut moves);
+                listed = true;
+                if i == moves.len() {
+                    break;
+                }
+            }
+            let mv = moves[i].1;
             let (v, h) = match self.next(node, &mv) {
                 Next::Over(v) => {
                     self.pv[ply + 1].clear();
@@ -469,6 +490,7 @@ impl<'s> Search<'s> {
                     }
                 }
             }
+            i += 1;
         }
         self.moves[ply] = moves;
         let bound = if best >= beta {
@@ -533,13 +555,16 @@ impl<'s> Search<'s> {
         if best_end.0 >= beta { (best_end.0, best_end.1, false) } else { (best.0, best.1, horizon) }
     }
 
-    /// All moves of the mover, best guess first: the table's move, then going out (score +
-    /// twice the opponent's rack), then by score, favouring more tiles below the first two
-    /// plies; the pass last.
-    fn order(&mut self, node: &Node, ply: usize, tt_move: u32, out: &mut Vec<(i32, Move)>) {
+    /// Append all moves of the mover but `skip` (already tried), best guess first: going out
+    /// (score + twice the opponent's rack), then by score, favouring more tiles below the
+    /// first two plies; the pass last.
+    fn order(&mut self, node: &Node, ply: usize, skip: Option<Move>, out: &mut Vec<(i32, Move)>) {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
-        out.clear();
+        let from = out.len();
         for m in self.plays.all(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, me.tiles()) {
+            if skip == Some(*m) {
+                continue;
+            }
             let used = m.tiles_used() as i32;
             let mut est = match m.kind {
                 Kind::Place if used == me.len as i32 => 1_000 + m.score + 2 * opp.value,
@@ -550,13 +575,10 @@ impl<'s> Search<'s> {
             if let Some(rng) = self.jitter.as_mut() {
                 est += rng.below(6) as i32;
             }
-            if tt_move != 0 && fingerprint(m) == tt_move {
-                est = i32::MAX;
-            }
             out.push((est, *m));
         }
         // Stable: equal estimates keep generation order, so a thread's search is repeatable.
-        out.sort_by_key(|e| std::cmp::Reverse(e.0));
+        out[from..].sort_by_key(|e| std::cmp::Reverse(e.0));
     }
 
     /// The position after the mover plays `mv`.
@@ -628,8 +650,9 @@ impl<'s> Search<'s> {
     /// Exact values of the first `n` root moves in search order, best first.
     fn first_moves(&mut self, root: &Node, n: usize, max_depth: u8) -> Vec<(Move, i32)> {
         let tt_move = self.sh.table.get(root.hash).map_or(0, |e| e.mv);
-        let mut moves = Vec::new();
-        self.order(root, 0, tt_move, &mut moves);
+        let first = if tt_move == 0 { None } else { self.plays.find(&mut self.mg, self.sh.ctx, &root.board, &root.lanes, root.racks[0].tiles(), tt_move) };
+        let mut moves: Vec<_> = first.iter().map(|&m| (i32::MAX, m)).collect();
+        self.order(root, 0, first, &mut moves);
         let mut out = Vec::new();
         for &(_, mv) in moves.iter().take(n) {
             let v = match self.next(root, &mv) {

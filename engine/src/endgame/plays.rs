@@ -12,7 +12,8 @@
 
 use crate::board::{lane_bit, Board, DIM};
 use crate::leaves::RackLeaves;
-use crate::movegen::{Ctx, Generator, Mode, Request};
+use crate::movegen::{Ctx, Generator, Mode, Request, ALL_LANES};
+use super::fingerprint;
 use crate::moves::{Kind, Move};
 use crate::rng::mix;
 
@@ -87,7 +88,7 @@ impl Plays {
     /// Every move of `rack` on `board` (whose lane keys are `keys`): all placements, then the
     /// pass (the bag is empty, so no exchanges).
     pub fn all(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8]) -> &[Move] {
-        let lanes = self.lanes(mg, ctx, board, keys, rack);
+        let lanes = self.lanes(mg, ctx, board, keys, rack, ALL_LANES);
         self.out.clear();
         for l in &lanes {
             self.out.extend_from_slice(&self.plays[l.start as usize..l.end as usize]);
@@ -99,7 +100,7 @@ impl Plays {
     /// The best moves by worth, going out earning `out_bonus` more: what a scan of `all` would
     /// find first, without listing the moves.
     pub fn best(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], out_bonus: i32) -> Best {
-        let lanes = self.lanes(mg, ctx, board, keys, rack);
+        let lanes = self.lanes(mg, ctx, board, keys, rack, ALL_LANES);
         let (mut any, mut out) = ((u32::MAX, 0), (u32::MAX, 0));
         for l in &lanes {
             let gone = (l.out.0, l.out.1 + out_bonus);
@@ -121,8 +122,20 @@ impl Plays {
         Best { any, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)) }
     }
 
-    /// Each lane's plays, generating the (lane, rack) pairs not seen before.
-    fn lanes(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8]) -> [Lane; LANES] {
+    /// The move whose `fingerprint` is `fp`, if `rack` has it on `board`: looked for in its
+    /// lane alone.
+    pub fn find(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], fp: u32) -> Option<Move> {
+        let bit = (fp & 31) as usize;
+        if bit >= LANES {
+            return (fingerprint(&Move::PASS) == fp).then_some(Move::PASS);
+        }
+        let l = self.lanes(mg, ctx, board, keys, rack, lane_bit(0, bit))[bit];
+        self.plays[l.start as usize..l.end as usize].iter().find(|m| fingerprint(m) == fp).copied()
+    }
+
+    /// The plays of each lane in `wanted` (the others are left empty), generating the (lane,
+    /// rack) pairs not seen before.
+    fn lanes(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], wanted: u32) -> [Lane; LANES] {
         if self.plays.len() > MAX_PLAYS || self.slots.is_empty() {
             self.slots.clear();
             self.slots.resize(SLOTS, (0, Lane::default()));
@@ -132,7 +145,7 @@ impl Plays {
         let keys = keys.map(|k| (k ^ rack_key) | 1);
         let mut lanes = [Lane::default(); LANES];
         let mut missing = 0u32;
-        for (bit, &key) in keys.iter().enumerate() {
+        for (bit, &key) in keys.iter().enumerate().filter(|&(b, _)| wanted & lane_bit(0, b) != 0) {
             let (k, l) = &self.slots[key as usize & (SLOTS - 1)];
             if *k == key {
                 lanes[bit] = *l;
