@@ -163,7 +163,26 @@ struct Node {
 enum Next {
     /// The game ended: the final spread from the view of the player who moved.
     Over(i32),
-    Go(Box<Node>),
+    /// The next position, but its board (see `Search::build`).
+    Go(Head),
+}
+
+/// A position without its board: enough to look it up in the table.
+#[derive(Clone, Copy)]
+struct Head {
+    racks: [Rack; 2],
+    mover: usize,
+    spread: i32,
+    scoreless: u8,
+    hash: u64,
+}
+
+/// What entering a node found.
+enum Enter {
+    /// Its value without a search (the table, or the clock ran out).
+    Done(i32, bool),
+    /// It must be searched; the table's move for it, or 0.
+    Search(u32),
 }
 
 /// A 24-bit fingerprint of a move, to find the table's best move again: the low five bits are
@@ -390,7 +409,28 @@ impl<'s> Search<'s> {
 
     /// Negamax with alpha-beta (principal variation search, fail-soft): the final spread from
     /// the mover's view, and whether any line was cut by the horizon.
-    fn search(&mut self, node: &Node, depth: u8, ply: usize, mut alpha: i32, beta: i32) -> (i32, bool) {
+    fn search(&mut self, node: &Node, depth: u8, ply: usize, alpha: i32, beta: i32) -> (i32, bool) {
+        match self.enter(node.hash, node.spread, depth, ply, alpha, beta) {
+            Enter::Done(v, h) => (v, h),
+            Enter::Search(tt_move) => self.expand(node, depth, ply, alpha, beta, tt_move),
+        }
+    }
+
+    /// Search the position `mv` leads to from `node` (`head`, its board built only when the
+    /// table does not already answer), from its mover's view.
+    #[allow(clippy::too_many_arguments)]
+    fn visit(&mut self, node: &Node, mv: &Move, head: Head, child: &mut Option<Box<Node>>, depth: u8, ply: usize, alpha: i32, beta: i32) -> (i32, bool) {
+        match self.enter(head.hash, head.spread, depth, ply, alpha, beta) {
+            Enter::Done(v, h) => (v, h),
+            Enter::Search(tt_move) => {
+                let child = child.get_or_insert_with(|| self.build(node, mv, head));
+                self.expand(child, depth, ply, alpha, beta, tt_move)
+            }
+        }
+    }
+
+    /// Count a node at `ply` and look it up in the table.
+    fn enter(&mut self, hash: u64, spread: i32, depth: u8, ply: usize, alpha: i32, beta: i32) -> Enter {
         if self.pv.len() <= ply + 1 {
             self.pv.resize_with(ply + 2, Vec::new);
             self.moves.resize_with(ply + 2, Vec::new);
@@ -398,26 +438,28 @@ impl<'s> Search<'s> {
         self.pv[ply].clear();
         self.count_node();
         if self.stopped {
-            return (0, true);
+            return Enter::Done(0, true);
         }
-        let pv_node = beta - alpha > 1;
-        let base = node.spread;
-        let mut tt_move = 0;
-        if let Some(e) = self.sh.table.get(node.hash) {
-            tt_move = e.mv;
-            // PV nodes search on, so that the principal variation is built move by move.
-            if (e.solved || e.depth >= depth) && !pv_node {
-                let v = e.value as i32 + base;
-                let usable = match e.bound {
-                    Bound::Exact => true,
-                    Bound::Lower => v >= beta,
-                    Bound::Upper => v <= alpha,
-                };
-                if usable {
-                    return (v, !e.solved);
-                }
+        let Some(e) = self.sh.table.get(hash) else { return Enter::Search(0) };
+        // PV nodes search on, so that the principal variation is built move by move.
+        if (e.solved || e.depth >= depth) && beta - alpha == 1 {
+            let v = e.value as i32 + spread;
+            let usable = match e.bound {
+                Bound::Exact => true,
+                Bound::Lower => v >= beta,
+                Bound::Upper => v <= alpha,
+            };
+            if usable {
+                return Enter::Done(v, !e.solved);
             }
         }
+        Enter::Search(e.mv)
+    }
+
+    /// The search of a node the table did not answer.
+    fn expand(&mut self, node: &Node, depth: u8, ply: usize, mut alpha: i32, beta: i32, tt_move: u32) -> (i32, bool) {
+        let pv_node = beta - alpha > 1;
+        let base = node.spread;
         if depth == 0 {
             // Horizon: the spread, less what each side may be stuck with.
             return (base - node.racks[0].value + node.racks[1].value, true);
@@ -450,20 +492,21 @@ impl<'s> Search<'s> {
                 }
             }
             let mv = moves[i].1;
-            let (v, h) = match self.next(node, &mv) {
+            let (v, h) = match self.step(node, &mv) {
                 Next::Over(v) => {
                     self.pv[ply + 1].clear();
                     (v, false)
                 }
-                Next::Go(child) => {
+                Next::Go(head) => {
+                    let child = &mut None;
                     if i == 0 {
-                        let (v, h) = self.search(&child, depth - 1, ply + 1, -beta, -alpha);
+                        let (v, h) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -beta, -alpha);
                         (-v, h)
                     } else {
-                        let (v, h) = self.search(&child, depth - 1, ply + 1, -alpha - 1, -alpha);
+                        let (v, h) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -alpha - 1, -alpha);
                         let v = -v;
                         if v > alpha && v < beta && pv_node && !self.stopped {
-                            let (v, h2) = self.search(&child, depth - 1, ply + 1, -beta, -alpha);
+                            let (v, h2) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -beta, -alpha);
                             (-v, h || h2)
                         } else {
                             (v, h)
@@ -581,8 +624,8 @@ impl<'s> Search<'s> {
         out[from..].sort_by_key(|e| std::cmp::Reverse(e.0));
     }
 
-    /// The position after the mover plays `mv`.
-    fn next(&mut self, node: &Node, mv: &Move) -> Next {
+    /// What `mv` leads to, short of the next board.
+    fn step(&self, node: &Node, mv: &Move) -> Next {
         let keys = self.sh.keys;
         let (me, opp) = (node.racks[0], node.racks[1]);
         let mut rack = me;
@@ -605,8 +648,6 @@ impl<'s> Search<'s> {
         if scoreless >= MAX_SCORELESS_TURNS {
             return Next::Over(node.spread + score - rack.value + opp.value);
         }
-        let mut board = node.board.clone();
-        let mut lanes = node.lanes;
         if mv.kind == Kind::Place {
             let (row, col) = mv.origin();
             for (k, &t) in mv.tiles().iter().enumerate() {
@@ -615,13 +656,23 @@ impl<'s> Search<'s> {
                     hash ^= keys.tile(sq, t);
                 }
             }
+        }
+        hash ^= keys.side ^ keys.scoreless[node.scoreless as usize] ^ keys.scoreless[scoreless as usize];
+        Next::Go(Head { racks: [opp, rack], mover: 1 - node.mover, spread: -(node.spread + score), scoreless, hash })
+    }
+
+    /// The position `step` found `mv` to lead to, with its board.
+    fn build(&mut self, node: &Node, mv: &Move, head: Head) -> Box<Node> {
+        let mut board = node.board.clone();
+        let mut lanes = node.lanes;
+        if mv.kind == Kind::Place {
             let touched = board.place_with(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), &mut self.cross, self.sh.ctx.dist);
             for bit in (0..LANES).filter(|&b| touched >> b & 1 != 0) {
                 lanes[bit] = board.lane_key(bit / DIM, bit % DIM);
             }
         }
-        hash ^= keys.side ^ keys.scoreless[node.scoreless as usize] ^ keys.scoreless[scoreless as usize];
-        Next::Go(Box::new(Node { board, racks: [opp, rack], mover: 1 - node.mover, spread: -(node.spread + score), scoreless, hash, lanes }))
+        let Head { racks, mover, spread, scoreless, hash } = head;
+        Box::new(Node { board, racks, mover, spread, scoreless, hash, lanes })
     }
 
     /// Extend a principal variation cut short (by a table hit) to the end of the game, by
@@ -631,9 +682,9 @@ impl<'s> Search<'s> {
             let mut node = root.clone();
             let mut over = false;
             for mv in pv.iter() {
-                match self.next(&node, mv) {
+                match self.step(&node, mv) {
                     Next::Over(_) => over = true,
-                    Next::Go(child) => node = *child,
+                    Next::Go(head) => node = *self.build(&node, mv, head),
                 }
             }
             if over {
@@ -655,12 +706,15 @@ impl<'s> Search<'s> {
         self.order(root, 0, first, &mut moves);
         let mut out = Vec::new();
         for &(_, mv) in moves.iter().take(n) {
-            let v = match self.next(root, &mv) {
+            let v = match self.step(root, &mv) {
                 Next::Over(v) => v,
-                Next::Go(child) => match self.deepen(&child, max_depth.saturating_sub(1).max(1), false, 0, &|_| {}) {
-                    Some(it) => -it.value,
-                    None => continue,
-                },
+                Next::Go(head) => {
+                    let child = self.build(root, &mv, head);
+                    match self.deepen(&child, max_depth.saturating_sub(1).max(1), false, 0, &|_| {}) {
+                        Some(it) => -it.value,
+                        None => continue,
+                    }
+                }
             };
             out.push((mv, v));
         }

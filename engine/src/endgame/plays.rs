@@ -66,6 +66,7 @@ pub(super) struct Best {
     pub out: Option<(Move, i32)>,
 }
 
+#[derive(Default)]
 pub(super) struct Plays {
     /// A direct-mapped cache: slot `key & (SLOTS - 1)` holds (key, lane), the key mixing the
     /// lane's and the rack's (never 0, so an empty slot matches nothing). A search reads
@@ -76,12 +77,6 @@ pub(super) struct Plays {
     /// The last answer of `all`.
     out: Vec<Move>,
     found: Vec<Move>,
-}
-
-impl Default for Plays {
-    fn default() -> Self {
-        Self { slots: Vec::new(), plays: Vec::new(), out: Vec::new(), found: Vec::new() }
-    }
 }
 
 impl Plays {
