@@ -245,3 +245,31 @@ fn bots_with_the_endgame_player_finish_games_that_replay() {
         assert_eq!(r.scores, rec.game.scores);
     }
 }
+
+#[test]
+fn stuck_tiles_are_those_no_reference_play_places() {
+    let lex = common::enable();
+    let ctx = common::ctx(lex);
+    let (mut checked, mut seen_stuck) = (0, 0);
+    // Small seeded endgames, and the benchmark set (full racks; one holds a Z it cannot play).
+    let bench = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/endgame-bench.cgp")).unwrap();
+    let bench = bench.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let bench = bench.map(|l| engine::cgp::Position::parse(l, ctx.dist).unwrap().into_game(&lex.kwg, ctx.dist, 0));
+    for g in small_endgames(ctx, 12, 7, 77).into_iter().chain(bench) {
+        for rack in &g.racks {
+            let placed: std::collections::HashSet<u8> = common::reference_moves(lex, &g.board, rack)
+                .iter()
+                .flat_map(|m| m.3.iter().filter(|&&t| t != 0).map(|&t| if t & engine::tiles::BLANK_BIT != 0 { 0 } else { t }))
+                .collect();
+            let mut want: Vec<u8> = rack.iter().copied().filter(|t| !placed.contains(t)).collect();
+            want.sort_unstable();
+            want.dedup();
+            let got = engine::endgame::stuck(ctx, &g.board, rack);
+            seen_stuck += !got.is_empty() as usize;
+            assert_eq!(got, want, "{}", engine::cgp::write(&g, ctx.dist));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 44);
+    assert!(seen_stuck >= 1);
+}

@@ -241,6 +241,12 @@ pub struct BenchArgs {
     table_mb: usize,
 }
 
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n == 0 { 0.0 } else if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 }
+}
+
 /// `worker bench-endgame`: solve a fixed set of positions from a cold table at each thread
 /// count, with per-position times and the speedup over the first thread count.
 pub fn run_bench(a: BenchArgs) -> Result<()> {
@@ -261,18 +267,27 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
         let pos = Position::parse(line, &data.dist).map_err(|e| anyhow::anyhow!("{}:{}: {e}", a.file.display(), i + 1))?;
         games.push((i + 1, pos.into_game(&data.kwg, &data.dist, 0)));
     }
+    // Stuck tiles (on either rack) make a different, harder class of endgame: the targets
+    // speak of stuck-tile-free ones, so the medians are given both ways.
+    let stuck: Vec<String> = games
+        .iter()
+        .map(|(_, g)| {
+            let [a, b] = [0, 1].map(|p| data.dist.rack_string(&engine::endgame::stuck(ctx, &g.board, &g.racks[p])));
+            if a.is_empty() && b.is_empty() { "-".into() } else { format!("{a}/{b}") }
+        })
+        .collect();
     let solver = Solver::new(table_bytes);
     let mut out = String::new();
     let mut totals = Vec::new();
     for &threads in &a.threads {
-        let (mut secs, mut nodes) = (0.0, 0u64);
-        for (line, game) in &games {
+        let (mut secs, mut nodes, mut times) = (0.0, 0u64, Vec::new());
+        for ((line, game), stuck) in games.iter().zip(&stuck) {
             solver.clear();
             let opts = Options { plies: a.plies, threads, ..Options::default() };
             let sol = solver.solve(ctx, game, &opts, &|_| {}).map_err(|e| anyhow::anyhow!("{}:{line}: {e}", a.file.display()))?;
             let s = sol.elapsed.as_secs_f64();
             out += &format!(
-                "line {line:>3}  threads {threads}  value {:>+5}{}  depth {:>2}  nodes {:>10}  {:>8.3}s  {:>9.0} nodes/s\n",
+                "line {line:>3}  threads {threads}  value {:>+5}{}  depth {:>2}  nodes {:>10}  {:>8.3}s  {:>9.0} nodes/s  stuck {stuck}\n",
                 sol.value,
                 if sol.exact { " " } else { "~" },
                 sol.depth,
@@ -282,15 +297,21 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
             );
             secs += s;
             nodes += sol.nodes;
+            times.push((s, stuck == "-"));
         }
-        totals.push((threads, secs, nodes));
+        totals.push((threads, secs, nodes, times));
     }
-    for &(threads, secs, nodes) in &totals {
+    for (threads, secs, nodes, times) in &totals {
+        let free: Vec<f64> = times.iter().filter(|t| t.1).map(|t| t.0).collect();
         out += &format!(
-            "threads {threads}: {} positions in {secs:.3}s  ({:.0} nodes/s, speedup {:.2}x)\n",
+            "threads {threads}: {} positions in {secs:.3}s  ({:.0} nodes/s, speedup {:.2}x)  median {:.3}s, stuck-tile-free median {} ({} of {})\n",
             games.len(),
-            nodes as f64 / secs.max(1e-9),
-            totals[0].1 / secs.max(1e-9)
+            *nodes as f64 / secs.max(1e-9),
+            totals[0].1 / secs.max(1e-9),
+            median(times.iter().map(|t| t.0).collect()),
+            if free.is_empty() { "-".to_string() } else { format!("{:.3}s", median(free.clone())) },
+            free.len(),
+            times.len()
         );
     }
     out += &format!("plies: {}  table: {} MiB  (~: not solved to the end)\n", a.plies.map_or("until solved".to_string(), |p| p.to_string()), solver.table_bytes() >> 20);

@@ -55,6 +55,22 @@ pub struct Options {
     pub first_moves: usize,
 }
 
+/// The tiles of `rack` that no play on `board` can place (blanks as 0), each once: the
+/// stuck tiles that make an endgame a different, harder problem (the side holding them can
+/// never go out).
+pub fn stuck(ctx: Ctx, board: &Board, rack: &[u8]) -> Vec<u8> {
+    let leaves = crate::leaves::RackLeaves::new(rack, |_| 0);
+    let req = crate::movegen::Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+    let mut playable = 0u64;
+    for m in Generator::new().generate(ctx, &req, crate::movegen::Mode::All) {
+        playable |= m.rack_tiles().fold(0, |set, t| set | 1 << t);
+    }
+    let mut out: Vec<u8> = rack.iter().copied().filter(|&t| playable & 1 << t == 0).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 impl Default for Options {
     fn default() -> Self {
         Self { plies: None, threads: 1, time_limit: None, win_only: false, first_moves: 0 }
