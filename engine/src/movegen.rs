@@ -267,7 +267,7 @@ impl Generator {
         }
         if self.best_n.is_some() {
             // Ties in any order: results never depend on the search order (see `push`).
-            self.anchors.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+            self.anchors.sort_unstable_by_key(|a| std::cmp::Reverse(a.0));
         }
         let anchors = std::mem::take(&mut self.anchors);
         let mut loaded = None;
@@ -370,13 +370,13 @@ impl Generator {
         let l = &self.lane;
         let blank = self.rack[0] > 0;
         let mut cap = [0i32; DIM];
-        for p in 0..DIM {
+        for (p, c) in cap.iter_mut().enumerate() {
             if l.tiles[p] != 0 {
                 continue;
             }
             let cross = l.cross[p] & ctx.dist.all_letters_mask();
             let mut fits = cross & self.rack_letters;
-            cap[p] = if fits != 0 {
+            *c = if fits != 0 {
                 let mut best = 0;
                 while fits != 0 {
                     best = best.max(self.scores[fits.trailing_zeros() as usize]);
