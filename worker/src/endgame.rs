@@ -96,6 +96,7 @@ pub fn run(a: Args) -> Result<()> {
     let best = sol.pv.first().map_or("-".to_string(), |m| m.notation(ctx.dist, |r, c| game.board.at(r, c)));
     out += &format!("best: {best}\n");
     out += &format!("sequence: {}\n", line_notation(ctx, &game, &sol.pv).join("  "));
+    out += &format!("stuck: {}\n", stuck_tiles(ctx, &game));
     for (mv, v) in &sol.first_moves {
         out += &format!("move: {:<20} {v:+}\n", mv.notation(ctx.dist, |r, c| game.board.at(r, c)));
     }
@@ -241,6 +242,13 @@ pub struct BenchArgs {
     table_mb: usize,
 }
 
+/// Each rack's stuck tiles (`engine::endgame::stuck`) as `MOVER/OTHER`, or `-` when neither
+/// has any.
+fn stuck_tiles(ctx: engine::movegen::Ctx, g: &Game) -> String {
+    let [a, b] = [g.on_turn, 1 - g.on_turn].map(|p| ctx.dist.rack_string(&engine::endgame::stuck(ctx, &g.board, &g.racks[p])));
+    if a.is_empty() && b.is_empty() { "-".into() } else { format!("{a}/{b}") }
+}
+
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     let n = xs.len();
@@ -269,13 +277,7 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
     }
     // Stuck tiles (on either rack) make a different, harder class of endgame: the targets
     // speak of stuck-tile-free ones, so the medians are given both ways.
-    let stuck: Vec<String> = games
-        .iter()
-        .map(|(_, g)| {
-            let [a, b] = [0, 1].map(|p| data.dist.rack_string(&engine::endgame::stuck(ctx, &g.board, &g.racks[p])));
-            if a.is_empty() && b.is_empty() { "-".into() } else { format!("{a}/{b}") }
-        })
-        .collect();
+    let stuck: Vec<String> = games.iter().map(|(_, g)| stuck_tiles(ctx, g)).collect();
     let solver = Solver::new(table_bytes);
     let mut out = String::new();
     let mut totals = Vec::new();

@@ -217,12 +217,20 @@ fn endgame_prints_value_and_best_move_the_same_at_one_and_two_threads() {
         assert!(o.status.success(), "{}", stderr(&o));
         let out = stdout(&o);
         assert_eq!(field(&out, "exact:"), "yes");
+        assert_eq!(field(&out, "stuck:"), "-");
         let best = field(&out, "best:");
         assert!(field(&out, "sequence:").starts_with(&best), "{out}");
         values.push(field(&out, "value:").parse::<i32>().unwrap());
         assert!(stderr(&o).contains("depth  1"), "progress per depth: {}", stderr(&o));
     }
     assert_eq!(values[0], values[1]);
+
+    // Stuck tiles are named, the mover's first: the benchmark set's line 11, where the other
+    // side holds a Z that no play places.
+    let bench = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/endgame-bench.cgp")).unwrap();
+    let o = worker(&["endgame", "--cgp", bench.lines().nth(10).unwrap(), "--plies", "1", "--table-mb", "32"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(field(&stdout(&o), "stuck:"), "/Z");
 
     // A bag that is not empty, and nonsense options: one line naming the problem, status 2.
     let o = worker(&["endgame", "--cgp", &format!("{EMPTY} AB/CD 0/0 0")]);
