@@ -249,10 +249,15 @@ fn stuck_tiles(ctx: engine::movegen::Ctx, g: &Game) -> String {
     if a.is_empty() && b.is_empty() { "-".into() } else { format!("{a}/{b}") }
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
+/// The median of some times, as `0.123s`; `-` for none.
+fn median(mut xs: Vec<f64>) -> String {
     xs.sort_by(f64::total_cmp);
     let n = xs.len();
-    if n == 0 { 0.0 } else if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 }
+    match n {
+        0 => "-".to_string(),
+        _ if n % 2 == 1 => format!("{:.3}s", xs[n / 2]),
+        _ => format!("{:.3}s", (xs[n / 2 - 1] + xs[n / 2]) / 2.0),
+    }
 }
 
 /// `worker bench-endgame`: solve a fixed set of positions from a cold table at each thread
@@ -305,14 +310,15 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
     }
     for (threads, secs, nodes, times) in &totals {
         let free: Vec<f64> = times.iter().filter(|t| t.1).map(|t| t.0).collect();
+        let n_free = free.len();
         out += &format!(
-            "threads {threads}: {} positions in {secs:.3}s  ({:.0} nodes/s, speedup {:.2}x)  median {:.3}s, stuck-tile-free median {} ({} of {})\n",
+            "threads {threads}: {} positions in {secs:.3}s  ({:.0} nodes/s, speedup {:.2}x)  median {}, stuck-tile-free median {} ({} of {})\n",
             games.len(),
             *nodes as f64 / secs.max(1e-9),
             totals[0].1 / secs.max(1e-9),
             median(times.iter().map(|t| t.0).collect()),
-            if free.is_empty() { "-".to_string() } else { format!("{:.3}s", median(free.clone())) },
-            free.len(),
+            median(free),
+            n_free,
             times.len()
         );
     }
