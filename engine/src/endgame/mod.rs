@@ -488,7 +488,7 @@ impl<'s> Search<'s> {
         moves.clear();
         // The table's move first, found in its lane alone: it usually cuts, and then the other
         // moves are never listed.
-        let first = if tt_move == 0 { None } else { self.plays.find(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, node.racks[0].tiles(), tt_move) };
+        let first = self.table_move(node, tt_move);
         match first {
             Some(mv) => moves.push((i32::MAX, mv)),
             None => self.order(node, ply, None, &mut moves),
@@ -614,6 +614,15 @@ impl<'s> Search<'s> {
         if best_end.0 >= beta { (best_end.0, best_end.1, false) } else { (best.0, best.1, horizon) }
     }
 
+    /// The mover's move whose fingerprint the table holds (`fp`, 0 for none), found in its
+    /// lane alone.
+    fn table_move(&mut self, node: &Node, fp: u32) -> Option<Move> {
+        if fp == 0 {
+            return None;
+        }
+        self.plays.find(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, node.racks[0].tiles(), fp)
+    }
+
     /// Append all moves of the mover but `skip` (already tried), best guess first: going out
     /// (score + twice the opponent's rack), then by score, favouring more tiles below the
     /// first two plies; the pass last.
@@ -716,8 +725,7 @@ impl<'s> Search<'s> {
 
     /// Exact values of the first `n` root moves in search order, best first.
     fn first_moves(&mut self, root: &Node, n: usize, max_depth: u8) -> Vec<(Move, i32)> {
-        let tt_move = self.sh.table.get(root.hash).map_or(0, |e| e.mv);
-        let first = if tt_move == 0 { None } else { self.plays.find(&mut self.mg, self.sh.ctx, &root.board, &root.lanes, root.racks[0].tiles(), tt_move) };
+        let first = self.table_move(root, self.sh.table.get(root.hash).map_or(0, |e| e.mv));
         let mut moves: Vec<_> = first.iter().map(|&m| (i32::MAX, m)).collect();
         self.order(root, 0, first, &mut moves);
         let mut out = Vec::new();
