@@ -124,7 +124,8 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     assert!(workers.contains(&format!("<td class=\"games\">{played}</td>")), "{played} games: {workers}");
 
     // A running experiment's page reloads itself.
-    let live = submit(&coord.url, &token, &experiment_file(&dir.0, "live.toml", &GRID.replace("dashboard grid", "live")))?;
+    let live =
+        submit(&coord.url, &token, &experiment_file(&dir.0, "live.toml", &GRID.replace("dashboard grid", "live")))?;
     let page = dump_dom(&format!("{}/experiments/{live}", coord.url), &profile)?;
     assert!(page.contains("http-equiv=\"refresh\""));
     assert!(page.contains("status queued"));

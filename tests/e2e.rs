@@ -1,7 +1,7 @@
 //! End-to-end: real Postgres, real coordinator processes on free ports, real `worker
 //! volunteer` processes, real HTTP. Tests run one at a time (they time leases).
 
-use anyhow::{ensure, Result};
+use anyhow::{Result, ensure};
 use e2e::*;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
@@ -29,12 +29,17 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
     let token = researcher_token(&db.url)?;
     let dir = Scratch::new("e2e");
     let id = submit(&coord.url, &token, &experiment_file(&dir.0, "match.toml", MATCH))?;
-    let mut workers: Vec<_> = (1..=3).map(|i| volunteer(&coord.url, &format!("w{i}"), &dir.0.join(format!("w{i}")), &["--exit-when-idle"])).collect::<Result<_>>()?;
+    let mut workers: Vec<_> = (1..=3)
+        .map(|i| volunteer(&coord.url, &format!("w{i}"), &dir.0.join(format!("w{i}")), &["--exit-when-idle"]))
+        .collect::<Result<_>>()?;
 
     // Kill w1 (SIGKILL) while it holds a lease, after it has measured its speed.
     let start = Instant::now();
     let w1 = loop {
-        if let Some(w) = worker_named(&coord.url, "w1").await?.filter(|w| w["leased_batches"].as_i64() > Some(0) && w["batches"].as_i64() >= Some(1)) {
+        if let Some(w) = worker_named(&coord.url, "w1")
+            .await?
+            .filter(|w| w["leased_batches"].as_i64() > Some(0) && w["batches"].as_i64() >= Some(1))
+        {
             break w;
         }
         ensure!(start.elapsed() < Duration::from_secs(120), "w1 never held a lease");
@@ -44,7 +49,10 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
     workers[0].wait()?;
     let w1_id: Uuid = w1["id"].as_str().unwrap().parse()?;
     let pool = db.pool().await?;
-    let (killed_batch,): (Uuid,) = sqlx::query_as("SELECT id FROM batches WHERE lease_owner = $1 AND state = 'leased'").bind(w1_id).fetch_one(&pool).await?;
+    let (killed_batch,): (Uuid,) = sqlx::query_as("SELECT id FROM batches WHERE lease_owner = $1 AND state = 'leased'")
+        .bind(w1_id)
+        .fetch_one(&pool)
+        .await?;
 
     // Restart the coordinator while the others play.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -60,11 +68,17 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
 
     // The killed worker's batch expired, went back to the queue, and finished elsewhere.
     let (state, leases, failures, error): (String, i32, i32, Option<String>) =
-        sqlx::query_as("SELECT state, leases, failures, last_error FROM batches WHERE id = $1").bind(killed_batch).fetch_one(&pool).await?;
+        sqlx::query_as("SELECT state, leases, failures, last_error FROM batches WHERE id = $1")
+            .bind(killed_batch)
+            .fetch_one(&pool)
+            .await?;
     assert_eq!(state, "done");
     assert!(leases >= 2 && failures >= 1, "leases {leases} failures {failures}");
     assert!(error.unwrap_or_default().contains("lease expired"));
-    let (by,): (Uuid,) = sqlx::query_as("SELECT worker_id FROM batch_results WHERE batch_id = $1").bind(killed_batch).fetch_one(&pool).await?;
+    let (by,): (Uuid,) = sqlx::query_as("SELECT worker_id FROM batch_results WHERE batch_id = $1")
+        .bind(killed_batch)
+        .fetch_one(&pool)
+        .await?;
     assert_ne!(by, w1_id);
 
     // Nothing counted twice: workers' games add up to the experiment's.
@@ -84,7 +98,12 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
     assert!(out.contains("2 cells recomputed, 0 differed"), "{out}");
     // A cell whose stored totals went wrong is found and repaired from the batch results.
     let before = check_totals(&coord.url, id).await?;
-    sqlx::query("UPDATE cells SET tally = jsonb_set(tally, '{wins}', '0'), done_pairs = 1 WHERE experiment_id = $1 AND idx = 1").bind(id).execute(&pool).await?;
+    sqlx::query(
+        "UPDATE cells SET tally = jsonb_set(tally, '{wins}', '0'), done_pairs = 1 WHERE experiment_id = $1 AND idx = 1",
+    )
+    .bind(id)
+    .execute(&pool)
+    .await?;
     assert!(check_totals(&coord.url, id).await.is_err(), "the corruption is visible");
     let out = coordinator_cmd(&db.url, &["recompute", "--experiment", &id.to_string()])?;
     assert!(out.contains("2 cells recomputed, 1 differed"), "{out}");
@@ -128,7 +147,8 @@ async fn ctrl_c_finishes_or_releases_the_batch() -> Result<()> {
     sigint(once.id())?;
     let status = tokio::task::block_in_place(|| once.wait())?;
     assert!(status.success(), "{status}");
-    let (state,): (String,) = sqlx::query_as("SELECT state FROM batches WHERE id = $1").bind(batch).fetch_one(&pool).await?;
+    let (state,): (String,) =
+        sqlx::query_as("SELECT state FROM batches WHERE id = $1").bind(batch).fetch_one(&pool).await?;
     assert_eq!(state, "done", "finished and uploaded before quitting");
     let (claims,): (i64,) = sqlx::query_as("SELECT count(*) FROM batches b JOIN workers w ON w.id = b.lease_owner WHERE w.name = 'once' AND b.state = 'leased'").fetch_one(&pool).await?;
     assert_eq!(claims, 0, "claimed nothing after Ctrl-C");
@@ -140,18 +160,23 @@ async fn ctrl_c_finishes_or_releases_the_batch() -> Result<()> {
     sigint(twice.id())?;
     let status = tokio::task::block_in_place(|| twice.wait())?;
     assert!(status.success(), "{status}");
-    let (state, failures): (String, i32) = sqlx::query_as("SELECT state, failures FROM batches WHERE id = $1").bind(batch).fetch_one(&pool).await?;
+    let (state, failures): (String, i32) =
+        sqlx::query_as("SELECT state, failures FROM batches WHERE id = $1").bind(batch).fetch_one(&pool).await?;
     assert_eq!((state.as_str(), failures), ("queued", 0), "released unplayed, not failed");
-    let (results,): (i64,) = sqlx::query_as("SELECT count(*) FROM batch_results WHERE batch_id = $1").bind(batch).fetch_one(&pool).await?;
+    let (results,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM batch_results WHERE batch_id = $1").bind(batch).fetch_one(&pool).await?;
     assert_eq!(results, 0);
 
     // A volunteer whose token the coordinator forgot (a reset database) registers afresh.
-    sqlx::query("DELETE FROM tokens WHERE worker_id IN (SELECT id FROM workers WHERE name = 'once')").execute(&pool).await?;
+    sqlx::query("DELETE FROM tokens WHERE worker_id IN (SELECT id FROM workers WHERE name = 'once')")
+        .execute(&pool)
+        .await?;
     sqlx::query("UPDATE experiments SET status = 'stopped'").execute(&pool).await?;
     let mut again = volunteer(&coord.url, "once", &dir.0.join("once"), &["--exit-when-idle"])?;
     let status = tokio::task::block_in_place(|| again.wait())?;
     assert!(status.success(), "{status}");
-    let (registrations,): (i64,) = sqlx::query_as("SELECT count(*) FROM workers WHERE name = 'once'").fetch_one(&pool).await?;
+    let (registrations,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM workers WHERE name = 'once'").fetch_one(&pool).await?;
     assert_eq!(registrations, 2);
     drop(coord);
     db.drop_db().await
@@ -169,15 +194,20 @@ async fn tampered_artifacts_are_refused() -> Result<()> {
     let token = researcher_token(&db.url)?;
     let dir = Scratch::new("tamper");
     let pool = db.pool().await?;
-    sqlx::query("UPDATE artifacts SET bytes = convert_to('tampered', 'UTF8') WHERE role = 'layout'").execute(&pool).await?;
-    let id = submit(&coord.url, &token, &experiment_file(&dir.0, "m.toml", &MATCH.replace("games = 240", "games = 20")))?;
+    sqlx::query("UPDATE artifacts SET bytes = convert_to('tampered', 'UTF8') WHERE role = 'layout'")
+        .execute(&pool)
+        .await?;
+    let id =
+        submit(&coord.url, &token, &experiment_file(&dir.0, "m.toml", &MATCH.replace("games = 240", "games = 20")))?;
     let mut w = volunteer(&coord.url, "careful", &dir.0.join("w"), &["--exit-when-idle"])?;
     let exp = wait_for_status(&coord.url, id, &["failed"], Duration::from_secs(60)).await?;
     let error = exp["parked"][0]["error"].as_str().unwrap_or_default();
     assert!(error.contains("standard15.layout") && error.contains("hash"), "{exp}");
     assert!(tokio::task::block_in_place(|| w.wait())?.success());
     // What did verify is cached under its sha256, the tampered file is not.
-    let cached: Vec<String> = std::fs::read_dir(dir.0.join("w/cache/artifacts"))?.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let cached: Vec<String> = std::fs::read_dir(dir.0.join("w/cache/artifacts"))?
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     let shas: Vec<(String, String)> = sqlx::query_as("SELECT sha256, role FROM artifacts").fetch_all(&pool).await?;
     // Artifacts are fetched in role order; the one after the tampered layout never was.
     for (sha, role) in &shas {
@@ -192,7 +222,8 @@ async fn tampered_artifacts_are_refused() -> Result<()> {
     let dist_sha = &shas.iter().find(|s| s.1 == "distribution").unwrap().0;
     let cached_dist = dir.0.join("w/cache/artifacts").join(format!("{dist_sha}.dist"));
     std::fs::write(&cached_dist, "A 9 1\n")?;
-    let id = submit(&coord.url, &token, &experiment_file(&dir.0, "m2.toml", &MATCH.replace("games = 240", "games = 20")))?;
+    let id =
+        submit(&coord.url, &token, &experiment_file(&dir.0, "m2.toml", &MATCH.replace("games = 240", "games = 20")))?;
     let mut w = volunteer(&coord.url, "careful", &dir.0.join("w"), &["--exit-when-idle"])?;
     wait_for_status(&coord.url, id, &["finished"], Duration::from_secs(60)).await?;
     assert!(tokio::task::block_in_place(|| w.wait())?.success());

@@ -6,7 +6,7 @@
 use anyhow::Result;
 use base64::Engine as _;
 use e2e::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::Duration;
@@ -49,13 +49,26 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
     let http = reqwest::Client::new();
 
     // The liar takes the first batch and reports a made-up value for each position.
-    let (s, v) = post(&http, &format!("{api}/workers/register"), None, json!({ "protocol": shared::PROTOCOL_VERSION, "name": "liar", "threads": 2 })).await;
+    let (s, v) = post(
+        &http,
+        &format!("{api}/workers/register"),
+        None,
+        json!({ "protocol": shared::PROTOCOL_VERSION, "name": "liar", "threads": 2 }),
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
     let liar = v["token"].as_str().unwrap().to_string();
-    let (s, batch) = post(&http, &format!("{api}/claim"), Some(&liar), json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "games_per_sec": null })).await;
+    let (s, batch) = post(
+        &http,
+        &format!("{api}/claim"),
+        Some(&liar),
+        json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "games_per_sec": null }),
+    )
+    .await;
     assert_eq!((s, batch["status"].as_str()), (200, Some("batch")), "{batch}");
     assert_eq!(batch["job"]["kind"], "endgame");
-    let lied: Vec<u64> = batch["job"]["positions"].as_array().unwrap().iter().map(|p| p["index"].as_u64().unwrap()).collect();
+    let lied: Vec<u64> =
+        batch["job"]["positions"].as_array().unwrap().iter().map(|p| p["index"].as_u64().unwrap()).collect();
     assert!(!lied.is_empty());
     let solved: Vec<Value> = lied
         .iter()
@@ -67,9 +80,11 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
     // Positions that are not the batch's are refused.
     let mut wrong = body.clone();
     wrong["result"]["solved"][0]["index"] = json!(1000);
-    let (s, v) = post(&http, &format!("{api}/batches/{}/result", batch["batch_id"].as_str().unwrap()), Some(&liar), wrong).await;
+    let (s, v) =
+        post(&http, &format!("{api}/batches/{}/result", batch["batch_id"].as_str().unwrap()), Some(&liar), wrong).await;
     assert_eq!(s, 422, "{v}");
-    let (s, v) = post(&http, &format!("{api}/batches/{}/result", batch["batch_id"].as_str().unwrap()), Some(&liar), body).await;
+    let (s, v) =
+        post(&http, &format!("{api}/batches/{}/result", batch["batch_id"].as_str().unwrap()), Some(&liar), body).await;
     assert_eq!(s, 200, "{v}");
     assert!(v["message"].as_str().unwrap().contains("queued for another worker"), "{v}");
 
@@ -121,7 +136,10 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
     assert!(page.contains(&format!("disagreements <span id=\"disagreements\">{}</span>", lied.len())));
     assert_eq!(page.matches("<tr class=\"position\"").count(), 10);
     assert_eq!(page.matches("<tr class=\"dispute\"").count(), 3 * lied.len(), "three solves of each disputed position");
-    let buckets: u64 = page.match_indices("<rect class=\"bucket\" data-count=\"").map(|(at, m)| page[at + m.len()..].split('"').next().unwrap().parse::<u64>().unwrap()).sum();
+    let buckets: u64 = page
+        .match_indices("<rect class=\"bucket\" data-count=\"")
+        .map(|(at, m)| page[at + m.len()..].split('"').next().unwrap().parse::<u64>().unwrap())
+        .sum();
     let unskipped = rows.iter().filter(|r| r["pass"] == "solve" && r["skipped"] == false).count() as u64;
     assert_eq!(buckets, unskipped, "the time histogram counts every first solve");
     assert!(!page.contains("http-equiv=\"refresh\""));

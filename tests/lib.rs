@@ -4,19 +4,19 @@
 //! Postgres: `$LEXHIVE_TEST_PG` (default `postgres://postgres@127.0.0.1:5432`), a server where
 //! that role may create databases. Each test gets its own database and drops it at the end.
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{Context, Result, bail, ensure};
 use engine::board::Layout;
 use engine::lexicon::Kwg;
 use engine::movegen::Ctx;
 use engine::tiles::Distribution;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use shared::stats::MatchTally;
 use std::io::Read;
-use uuid::Uuid;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use uuid::Uuid;
 
 pub fn pg_base() -> String {
     std::env::var("LEXHIVE_TEST_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into())
@@ -33,7 +33,9 @@ impl TestDb {
         let name = format!("lexhive_t_{}", uuid::Uuid::new_v4().simple());
         let admin = format!("{}/postgres", pg_base());
         let mut c = admin_connection(&admin).await?;
-        sqlx::Executor::execute(&mut c, sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).await.with_context(|| format!("creating a test database on {admin}"))?;
+        sqlx::Executor::execute(&mut c, sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .await
+            .with_context(|| format!("creating a test database on {admin}"))?;
         Ok(Self { url: format!("{}/{name}", pg_base()), name })
     }
 
@@ -43,14 +45,20 @@ impl TestDb {
 
     pub async fn drop_db(self) -> Result<()> {
         let mut c = admin_connection(&format!("{}/postgres", pg_base())).await?;
-        sqlx::Executor::execute(&mut c, sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))).await?;
+        sqlx::Executor::execute(
+            &mut c,
+            sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)),
+        )
+        .await?;
         Ok(())
     }
 }
 
 async fn admin_connection(url: &str) -> Result<sqlx::PgConnection> {
     use sqlx::Connection;
-    sqlx::PgConnection::connect(url).await.with_context(|| format!("cannot reach Postgres at {url}; start one (see README) or set LEXHIVE_TEST_PG"))
+    sqlx::PgConnection::connect(url)
+        .await
+        .with_context(|| format!("cannot reach Postgres at {url}; start one (see README) or set LEXHIVE_TEST_PG"))
 }
 
 /// A binary of this workspace, next to the test executable's folder (target/<profile>/).
@@ -131,7 +139,8 @@ impl Drop for Coordinator {
 
 /// Run `coordinator` with arguments and return its stdout.
 pub fn coordinator_cmd(db_url: &str, args: &[&str]) -> Result<String> {
-    let out = Command::new(bin("coordinator")).args(args).env("DATABASE_URL", db_url).env("RUST_LOG", "warn").output()?;
+    let out =
+        Command::new(bin("coordinator")).args(args).env("DATABASE_URL", db_url).env("RUST_LOG", "warn").output()?;
     if !out.status.success() {
         bail!("coordinator {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -145,7 +154,8 @@ pub fn researcher_token(db_url: &str) -> Result<String> {
 
 /// `worker submit`; returns the experiment id.
 pub fn submit(url: &str, token: &str, file: &std::path::Path) -> Result<uuid::Uuid> {
-    let out = Command::new(bin("worker")).arg("submit").arg(file).args(["--coordinator", url, "--token", token]).output()?;
+    let out =
+        Command::new(bin("worker")).arg("submit").arg(file).args(["--coordinator", url, "--token", token]).output()?;
     if !out.status.success() {
         bail!("submit failed: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -238,13 +248,26 @@ pub async fn check_totals(url: &str, id: Uuid) -> Result<Value> {
             sum.merge(&tally(&b["result"]));
             ranges.push((b["first_pair"].as_u64().unwrap(), b["pairs"].as_u64().unwrap()));
         }
-        ensure!(sum == tally(&cell["tally"]), "cell {}: stored {} != sum of batches {sum:?}", cell["index"], cell["tally"]);
+        ensure!(
+            sum == tally(&cell["tally"]),
+            "cell {}: stored {} != sum of batches {sum:?}",
+            cell["index"],
+            cell["tally"]
+        );
         ensure!(cell["games"] == json!(sum.games), "cell games");
-        ensure!(cell["wins"].as_u64().unwrap() + cell["draws"].as_u64().unwrap() + cell["losses"].as_u64().unwrap() == sum.games, "W+D+L");
+        ensure!(
+            cell["wins"].as_u64().unwrap() + cell["draws"].as_u64().unwrap() + cell["losses"].as_u64().unwrap()
+                == sum.games,
+            "W+D+L"
+        );
         ranges.sort();
         let mut next = 0;
         for (first, pairs) in ranges {
-            ensure!(first == next, "cell {}: deals {next}.. missing or counted twice (batch starts at {first})", cell["index"]);
+            ensure!(
+                first == next,
+                "cell {}: deals {next}.. missing or counted twice (batch starts at {first})",
+                cell["index"]
+            );
             next = first + pairs;
         }
         if cell["status"] == "finished" {
@@ -289,7 +312,9 @@ pub async fn check_replays(url: &str, db_url: &str, id: Uuid) -> Result<usize> {
         let t = tally(&b["result"]);
         ensure!((t.wins, t.draws, t.losses) == (w, d, l), "batch {bid}: replayed W-D-L {w}-{d}-{l} != uploaded {t:?}");
     }
-    ensure!(replayed as u64 == exp["cells"].as_array().unwrap().iter().map(|c| c["games"].as_u64().unwrap()).sum::<u64>());
+    ensure!(
+        replayed as u64 == exp["cells"].as_array().unwrap().iter().map(|c| c["games"].as_u64().unwrap()).sum::<u64>()
+    );
     Ok(replayed)
 }
 
@@ -313,13 +338,26 @@ pub fn chromium() -> String {
 /// The page's DOM after it loaded, as Chromium rendered it.
 pub fn dump_dom(url: &str, profile: &std::path::Path) -> Result<String> {
     let out = Command::new(chromium())
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--dump-dom"])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--dump-dom",
+        ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(url)
         .output();
     let out = match out {
         Ok(o) => o,
-        Err(e) => bail!("cannot run {} ({e}): install Debian's chromium package (`apt-get install chromium`) or set LEXHIVE_CHROMIUM", chromium()),
+        Err(e) => bail!(
+            "cannot run {} ({e}): install Debian's chromium package (`apt-get install chromium`) or set LEXHIVE_CHROMIUM",
+            chromium()
+        ),
     };
     if !out.status.success() {
         bail!("chromium failed on {url}: {}", String::from_utf8_lossy(&out.stderr));

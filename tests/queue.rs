@@ -5,7 +5,7 @@
 use anyhow::Result;
 use base64::Engine as _;
 use e2e::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::Write;
 use std::time::Duration;
 use uuid::Uuid;
@@ -38,12 +38,24 @@ impl Api {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
     async fn register(&self, name: &str) -> String {
-        let (s, v) = self.post("/workers/register", None, json!({ "protocol": shared::PROTOCOL_VERSION, "name": name, "threads": 2 })).await;
+        let (s, v) = self
+            .post(
+                "/workers/register",
+                None,
+                json!({ "protocol": shared::PROTOCOL_VERSION, "name": name, "threads": 2 }),
+            )
+            .await;
         assert_eq!(s, 200, "{v}");
         v["token"].as_str().unwrap().to_string()
     }
     async fn claim(&self, token: &str, gps: Option<f64>) -> Value {
-        let (s, v) = self.post("/claim", Some(token), json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "games_per_sec": gps })).await;
+        let (s, v) = self
+            .post(
+                "/claim",
+                Some(token),
+                json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "games_per_sec": gps }),
+            )
+            .await;
         assert_eq!(s, 200, "{v}");
         v
     }
@@ -74,12 +86,16 @@ fn upload(lease: &Value, pairs: u64) -> Value {
     })
 }
 
-const ONE_CELL: &str = "name = \"rules\"\nkind = \"match\"\ngames = 40\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n";
+const ONE_CELL: &str =
+    "name = \"rules\"\nkind = \"match\"\ngames = 40\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_rules() -> Result<()> {
     let db = TestDb::create().await?;
-    let coord = Coordinator::start(&db.url, &["--lease-secs", "2", "--reap-secs", "1", "--max-failures", "2", "--max-upload-bytes", "100000"])?;
+    let coord = Coordinator::start(
+        &db.url,
+        &["--lease-secs", "2", "--reap-secs", "1", "--max-failures", "2", "--max-upload-bytes", "100000"],
+    )?;
     let api = Api::new(&coord.url);
     let researcher = researcher_token(&db.url)?;
     let r = Some(researcher.as_str());
@@ -107,16 +123,25 @@ async fn queue_rules() -> Result<()> {
     assert_eq!(s, 413, "oversized body");
     let (s, v) = api.post("/workers/register", None, json!({ "protocol": 999, "name": "old", "threads": 1 })).await;
     assert_eq!(s, 426, "{v}");
-    let (s, _) = api.post("/workers/register", None, json!({ "protocol": shared::PROTOCOL_VERSION, "name": "", "threads": 1 })).await;
+    let (s, _) = api
+        .post("/workers/register", None, json!({ "protocol": shared::PROTOCOL_VERSION, "name": "", "threads": 1 }))
+        .await;
     assert_eq!(s, 422);
 
     // `worker submit` relays the coordinator's refusal and exits non-zero.
     let dir = Scratch::new("rules");
     let bad = experiment_file(&dir.0, "bad.toml", &ONE_CELL.replace("greedy", "alphazero"));
-    let out = std::process::Command::new(bin("worker")).arg("submit").arg(&bad).args(["--coordinator", &coord.url, "--token", &researcher]).output()?;
+    let out = std::process::Command::new(bin("worker"))
+        .arg("submit")
+        .arg(&bad)
+        .args(["--coordinator", &coord.url, "--token", &researcher])
+        .output()?;
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("bad.toml") && err.contains("match.bot2: unknown bot `alphazero`") && err.contains("422"), "{err}");
+    assert!(
+        err.contains("bad.toml") && err.contains("match.bot2: unknown bot `alphazero`") && err.contains("422"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty());
 
     let (s, v) = api.submit(r, ONE_CELL).await;
@@ -138,7 +163,9 @@ async fn queue_rules() -> Result<()> {
     assert_eq!(s, 403);
     let (s, v) = api.post(&format!("/batches/{ida}/heartbeat"), Some(&a), json!({ "lease_id": ba["lease_id"] })).await;
     assert_eq!((s, v["keep_going"].clone()), (200, json!(true)));
-    let (s, _) = api.post(&format!("/batches/{}/heartbeat", Uuid::new_v4()), Some(&a), json!({ "lease_id": ba["lease_id"] })).await;
+    let (s, _) = api
+        .post(&format!("/batches/{}/heartbeat", Uuid::new_v4()), Some(&a), json!({ "lease_id": ba["lease_id"] }))
+        .await;
     assert_eq!(s, 404);
 
     // Uploads: 403 from another worker, 409 for a lease not held, 422 for bad content, then
@@ -170,13 +197,28 @@ async fn queue_rules() -> Result<()> {
     let again = api.claim(&a, None).await;
     assert_eq!(again["job"]["first_pair"], 2, "the expired batch comes back first: {again}");
     assert_eq!(again["batch_id"].as_str(), Some(idb));
-    let (s, _) = api.post(&format!("/batches/{idb}/result"), Some(&b), upload(&bb["lease_id"], bb["job"]["pairs"].as_u64().unwrap())).await;
+    let (s, _) = api
+        .post(
+            &format!("/batches/{idb}/result"),
+            Some(&b),
+            upload(&bb["lease_id"], bb["job"]["pairs"].as_u64().unwrap()),
+        )
+        .await;
     assert_eq!(s, 409, "a stale lease cannot upload");
-    assert_eq!(api.post(&format!("/batches/{idb}/heartbeat"), Some(&b), json!({ "lease_id": bb["lease_id"] })).await.0, 409);
+    assert_eq!(
+        api.post(&format!("/batches/{idb}/heartbeat"), Some(&b), json!({ "lease_id": bb["lease_id"] })).await.0,
+        409
+    );
 
     // A reports a failure: that is the second (expiry was the first), so the batch is parked,
     // its cell fails, and the experiment fails and says why.
-    let (s, v) = api.post(&format!("/batches/{idb}/fail"), Some(&a), json!({ "lease_id": again["lease_id"], "error": "lexicon would not load" })).await;
+    let (s, v) = api
+        .post(
+            &format!("/batches/{idb}/fail"),
+            Some(&a),
+            json!({ "lease_id": again["lease_id"], "error": "lexicon would not load" }),
+        )
+        .await;
     assert_eq!((s, v["state"].clone()), (200, json!("parked")), "{v}");
     let d = get_json(&format!("{}/api/v1/experiments/{exp}", coord.url)).await?;
     assert_eq!(d["status"], "failed");
@@ -190,7 +232,13 @@ async fn queue_rules() -> Result<()> {
     let (_, v) = api.submit(r, ONE_CELL).await;
     let exp2 = v["id"].as_str().unwrap().to_string();
     let c = api.claim(&a, None).await;
-    let (s, v) = api.post(&format!("/batches/{}/release", c["batch_id"].as_str().unwrap()), Some(&a), json!({ "lease_id": c["lease_id"] })).await;
+    let (s, v) = api
+        .post(
+            &format!("/batches/{}/release", c["batch_id"].as_str().unwrap()),
+            Some(&a),
+            json!({ "lease_id": c["lease_id"] }),
+        )
+        .await;
     assert_eq!((s, v["state"].clone()), (200, json!("queued")));
     let c2 = api.claim(&b, None).await;
     assert_eq!(c2["batch_id"], c["batch_id"], "a released batch is claimed again");
@@ -199,7 +247,13 @@ async fn queue_rules() -> Result<()> {
     let (s, _) = api.post(&format!("/experiments/{exp2}/stop"), r, json!({})).await;
     assert_eq!(s, 200);
     assert_eq!(api.claim(&a, None).await["status"], "idle");
-    let (s, v) = api.post(&format!("/batches/{}/heartbeat", c2["batch_id"].as_str().unwrap()), Some(&b), json!({ "lease_id": c2["lease_id"] })).await;
+    let (s, v) = api
+        .post(
+            &format!("/batches/{}/heartbeat", c2["batch_id"].as_str().unwrap()),
+            Some(&b),
+            json!({ "lease_id": c2["lease_id"] }),
+        )
+        .await;
     assert_eq!((s, v["keep_going"].clone()), (200, json!(false)), "a stopped cell tells its workers to let go");
     assert_eq!(get_json(&format!("{}/api/v1/experiments/{exp2}", coord.url)).await?["status"], "stopped");
 
@@ -260,7 +314,11 @@ async fn two_coordinators_side_by_side() -> Result<()> {
     while worker_named(&c1.url, "v1").await?.is_none() || worker_named(&c1.url, "v2").await?.is_none() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let id = submit(&c2.url, &researcher, &experiment_file(&dir.0, "m.toml", &ONE_CELL.replace("games = 40", "games = 600")))?;
+    let id = submit(
+        &c2.url,
+        &researcher,
+        &experiment_file(&dir.0, "m.toml", &ONE_CELL.replace("games = 40", "games = 600")),
+    )?;
     wait_for_status(&c1.url, id, &["finished"], Duration::from_secs(120)).await?;
     check_totals(&c2.url, id).await?;
     for w in [&mut w1, &mut w2] {
@@ -284,7 +342,9 @@ async fn claims_follow_priority_then_fairness() -> Result<()> {
     let researcher = researcher_token(&db.url)?;
     let r = Some(researcher.as_str());
     let submit = async |name: &str, games: u32, priority: i32, grid: &str| -> Uuid {
-        let text = format!("name = \"{name}\"\nkind = \"match\"\ngames = {games}\npriority = {priority}\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n{grid}");
+        let text = format!(
+            "name = \"{name}\"\nkind = \"match\"\ngames = {games}\npriority = {priority}\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n{grid}"
+        );
         let (s, v) = api.submit(r, &text).await;
         assert_eq!(s, 200, "{v}");
         v["id"].as_str().unwrap().parse().unwrap()

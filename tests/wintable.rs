@@ -3,7 +3,7 @@
 //! table, and the artifact is byte-for-byte the table `worker wintable generate` makes locally
 //! from the same seed. The page in Chromium plots it.
 
-use anyhow::{ensure, Result};
+use anyhow::{Result, ensure};
 use e2e::*;
 use std::process::Command;
 use std::time::Duration;
@@ -30,7 +30,11 @@ async fn volunteers_make_the_same_table_as_the_local_command() -> Result<()> {
     let sha = done["output_sha256"].as_str().expect("the fitted table's artifact").to_string();
     let remote = reqwest::get(format!("{}/api/v1/artifacts/{sha}", coord.url)).await?.bytes().await?;
     let local_path = dir.0.join("local.wpt");
-    let out = Command::new(bin("worker")).args(["wintable", "generate", "--games", "60", "--seed", "11", "--threads", "2", "--out"]).arg(&local_path).current_dir(repo()).output()?;
+    let out = Command::new(bin("worker"))
+        .args(["wintable", "generate", "--games", "60", "--seed", "11", "--threads", "2", "--out"])
+        .arg(&local_path)
+        .current_dir(repo())
+        .output()?;
     ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let local = std::fs::read(&local_path)?;
     assert!(remote[..] == local[..], "the volunteers' table differs from the local one");

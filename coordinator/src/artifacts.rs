@@ -1,8 +1,8 @@
 //! Content-addressed data files (lexicon graph, leave table, distribution, layout), kept in
 //! Postgres so that any coordinator can serve them, and fetched by workers by sha256.
 
-use crate::error::{Error, Result};
 use crate::AppState;
+use crate::error::{Error, Result};
 use anyhow::Context;
 use axum::extract::{Path, State};
 use axum::http::header;
@@ -32,7 +32,11 @@ pub async fn add(db: &sqlx::PgPool, role: &str, name: &str, bytes: &[u8], defaul
         .execute(&mut *tx)
         .await?;
     if default {
-        sqlx::query("UPDATE artifacts SET is_default = false WHERE role = $1 AND is_default AND sha256 <> $2").bind(role).bind(&sha).execute(&mut *tx).await?;
+        sqlx::query("UPDATE artifacts SET is_default = false WHERE role = $1 AND is_default AND sha256 <> $2")
+            .bind(role)
+            .bind(&sha)
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("UPDATE artifacts SET is_default = true WHERE sha256 = $1").bind(&sha).execute(&mut *tx).await?;
     }
     tx.commit().await?;
@@ -52,7 +56,12 @@ pub async fn ensure_defaults(db: &sqlx::PgPool, lexica: &FsPath) -> anyhow::Resu
         let kwg = engine::lexicon::load_lexicon(&words, &dist).with_context(|| format!("{}", words.display()))?;
         add(db, "lexicon", "enable.kwg", &kwg.to_bytes(), true).await?;
     }
-    for (role, file) in [("leaves", "enable.klv2"), ("distribution", "english.dist"), ("layout", "standard15.layout"), ("winpct", "enable.wpt")] {
+    for (role, file) in [
+        ("leaves", "enable.klv2"),
+        ("distribution", "english.dist"),
+        ("layout", "standard15.layout"),
+        ("winpct", "enable.wpt"),
+    ] {
         if missing(role) {
             let path = lexica.join(file);
             let bytes = std::fs::read(&path).with_context(|| format!("{}: cannot read", path.display()))?;
@@ -73,11 +82,24 @@ pub async fn resolve(db: &sqlx::PgPool, pinned: &shared::experiment::Artifacts) 
             _ => None,
         };
         let row: Option<(String, String, i64)> = match pin {
-            Some(sha) => sqlx::query_as("SELECT sha256, name, size FROM artifacts WHERE sha256 = $1 AND role = $2").bind(sha).bind(role).fetch_optional(db).await?,
-            None => sqlx::query_as("SELECT sha256, name, size FROM artifacts WHERE role = $1 AND is_default").bind(role).fetch_optional(db).await?,
+            Some(sha) => {
+                sqlx::query_as("SELECT sha256, name, size FROM artifacts WHERE sha256 = $1 AND role = $2")
+                    .bind(sha)
+                    .bind(role)
+                    .fetch_optional(db)
+                    .await?
+            }
+            None => {
+                sqlx::query_as("SELECT sha256, name, size FROM artifacts WHERE role = $1 AND is_default")
+                    .bind(role)
+                    .fetch_optional(db)
+                    .await?
+            }
         };
         let (sha256, name, size) = row.ok_or_else(|| match pin {
-            Some(sha) => Error::unprocessable(format!("artifacts.{role}: no {role} artifact with sha256 {sha} on this coordinator")),
+            Some(sha) => Error::unprocessable(format!(
+                "artifacts.{role}: no {role} artifact with sha256 {sha} on this coordinator"
+            )),
             None => Error::unprocessable(format!("artifacts.{role}: this coordinator has no default {role}")),
         })?;
         out.push(ArtifactRef { role: role.into(), name, sha256, size: size as u64 });
@@ -87,7 +109,14 @@ pub async fn resolve(db: &sqlx::PgPool, pinned: &shared::experiment::Artifacts) 
 
 /// `GET /api/v1/artifacts/{sha256}`: the bytes, immutable forever.
 pub async fn get(State(st): State<AppState>, Path(sha): Path<String>) -> Result<impl IntoResponse> {
-    let row: Option<(Vec<u8>,)> = sqlx::query_as("SELECT bytes FROM artifacts WHERE sha256 = $1").bind(&sha).fetch_optional(&st.db).await?;
+    let row: Option<(Vec<u8>,)> =
+        sqlx::query_as("SELECT bytes FROM artifacts WHERE sha256 = $1").bind(&sha).fetch_optional(&st.db).await?;
     let (bytes,) = row.ok_or_else(|| Error::not_found(format!("no artifact {sha}")))?;
-    Ok(([(header::CONTENT_TYPE, "application/octet-stream"), (header::CACHE_CONTROL, "public, max-age=31536000, immutable")], bytes))
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream"),
+            (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+        ],
+        bytes,
+    ))
 }

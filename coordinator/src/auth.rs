@@ -1,8 +1,8 @@
 //! Bearer tokens. A token is 32 random bytes in hex; Postgres keeps only its sha256, with the
 //! role it grants (and the worker it belongs to, for worker tokens).
 
-use crate::error::Error;
 use crate::AppState;
+use crate::error::Error;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
@@ -69,7 +69,9 @@ impl Caller {
     pub fn researcher(&self) -> Result<(), Error> {
         match self.role {
             Role::Researcher | Role::Admin => Ok(()),
-            Role::Worker => Err(Error::forbidden("this needs a researcher token (`coordinator token create --role researcher`)")),
+            Role::Worker => {
+                Err(Error::forbidden("this needs a researcher token (`coordinator token create --role researcher`)"))
+            }
         }
     }
 }
@@ -78,12 +80,23 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
-        let header = parts.headers.get(axum::http::header::AUTHORIZATION).ok_or_else(|| Error::unauthorized("missing `Authorization: Bearer <token>` header"))?;
-        let token = header.to_str().ok().and_then(|h| h.strip_prefix("Bearer ")).map(str::trim).ok_or_else(|| Error::unauthorized("Authorization header must be `Bearer <token>`"))?;
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .ok_or_else(|| Error::unauthorized("missing `Authorization: Bearer <token>` header"))?;
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(str::trim)
+            .ok_or_else(|| Error::unauthorized("Authorization header must be `Bearer <token>`"))?;
         if token.len() > 256 {
             return Err(Error::unauthorized("unknown token"));
         }
-        let row: Option<(String, Option<Uuid>)> = sqlx::query_as("SELECT role, worker_id FROM tokens WHERE hash = $1").bind(hash(token)).fetch_optional(&state.db).await?;
+        let row: Option<(String, Option<Uuid>)> = sqlx::query_as("SELECT role, worker_id FROM tokens WHERE hash = $1")
+            .bind(hash(token))
+            .fetch_optional(&state.db)
+            .await?;
         let (role, worker) = row.ok_or_else(|| Error::unauthorized("unknown token"))?;
         let role = Role::parse(&role).ok_or_else(|| Error::unauthorized("unknown token"))?;
         Ok(Caller { role, worker })

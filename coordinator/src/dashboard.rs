@@ -1,10 +1,10 @@
 //! The dashboards: HTML pages rendered on the server from the same views as the JSON API, with
 //! inline SVG plots. They reload themselves every few seconds while anything runs.
 
-use crate::error::Result;
-use crate::endgames::{self, SolveRow, TIME_BUCKETS};
-use crate::experiments::{self, CellView, Detail};
 use crate::AppState;
+use crate::endgames::{self, SolveRow, TIME_BUCKETS};
+use crate::error::Result;
+use crate::experiments::{self, CellView, Detail};
 use axum::extract::{Path, State};
 use axum::response::Html;
 use std::fmt::Write;
@@ -20,7 +20,8 @@ fn esc(s: &str) -> String {
 }
 
 fn page(title: &str, refresh: bool, body: &str) -> Html<String> {
-    let meta = if refresh { format!("<meta http-equiv=\"refresh\" content=\"{REFRESH_SECS}\">") } else { String::new() };
+    let meta =
+        if refresh { format!("<meta http-equiv=\"refresh\" content=\"{REFRESH_SECS}\">") } else { String::new() };
     Html(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">{meta}<title>{t} · lexhive</title><style>{STYLE}</style></head>\
          <body><nav><a href=\"/\">experiments</a> <a href=\"/workers\">workers</a> <span class=\"brand\">lexhive</span></nav><main><h1>{t}</h1>{body}</main></body></html>",
@@ -34,7 +35,10 @@ fn pct(x: Option<f64>) -> String {
 
 fn progress(done: i64, target: i64) -> String {
     let f = if target > 0 { done as f64 / target as f64 } else { 0.0 };
-    format!("<div class=\"bar\" title=\"{done} of {target}\"><div style=\"width:{:.1}%\"></div></div> {done} / {target}", 100.0 * f.min(1.0))
+    format!(
+        "<div class=\"bar\" title=\"{done} of {target}\"><div style=\"width:{:.1}%\"></div></div> {done} / {target}",
+        100.0 * f.min(1.0)
+    )
 }
 
 fn ago(t: chrono::DateTime<chrono::Utc>) -> String {
@@ -50,7 +54,9 @@ fn ago(t: chrono::DateTime<chrono::Utc>) -> String {
 /// `/`: every experiment with its status, progress and rate.
 pub async fn experiments(State(st): State<AppState>) -> Result<Html<String>> {
     let list = experiments::list(&st.db).await?;
-    let mut b = String::from("<table id=\"experiments\"><tr><th>experiment</th><th>kind</th><th>status</th><th>cells</th><th>games</th><th>games/hour</th><th>submitted</th></tr>");
+    let mut b = String::from(
+        "<table id=\"experiments\"><tr><th>experiment</th><th>kind</th><th>status</th><th>cells</th><th>games</th><th>games/hour</th><th>submitted</th></tr>",
+    );
     for e in &list {
         let _ = write!(
             b,
@@ -67,7 +73,9 @@ pub async fn experiments(State(st): State<AppState>) -> Result<Html<String>> {
     }
     b.push_str("</table>");
     if list.is_empty() {
-        b.push_str("<p>No experiments yet. Submit one with <code>worker submit FILE --coordinator URL --token T</code>.</p>");
+        b.push_str(
+            "<p>No experiments yet. Submit one with <code>worker submit FILE --coordinator URL --token T</code>.</p>",
+        );
     }
     let live = list.iter().any(|e| e.status == "queued" || e.status == "running");
     Ok(page("Experiments", live, &b))
@@ -96,7 +104,10 @@ pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Res
         b2 = esc(&spec.bots[1]),
         g = spec.games_per_cell,
         seed = spec.seed,
-        sprt = spec.sprt.map_or(String::new(), |p| format!("; SPRT H0 p={} vs H1 p={} (alpha {}, beta {})", p.p0, p.p1, p.alpha, p.beta)),
+        sprt = spec.sprt.map_or(String::new(), |p| format!(
+            "; SPRT H0 p={} vs H1 p={} (alpha {}, beta {})",
+            p.p0, p.p1, p.alpha, p.beta
+        )),
     );
     if !spec.description.is_empty() {
         let _ = write!(b, "<p>{}</p>", esc(&spec.description));
@@ -155,14 +166,29 @@ pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Res
     if !d.parked.is_empty() {
         b.push_str("<h2>Parked batches</h2><table id=\"parked\"><tr><th>batch</th><th>cell</th><th>failures</th><th>last error</th></tr>");
         for p in &d.parked {
-            let _ = write!(b, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", p.batch_id, p.cell_index, p.failures, esc(p.error.as_deref().unwrap_or("")));
+            let _ = write!(
+                b,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                p.batch_id,
+                p.cell_index,
+                p.failures,
+                esc(p.error.as_deref().unwrap_or(""))
+            );
         }
         b.push_str("</table>");
     }
     if !d.contributors.is_empty() {
-        b.push_str("<h2>Contributors</h2><table id=\"contributors\"><tr><th>worker</th><th>games</th><th>batches</th></tr>");
+        b.push_str(
+            "<h2>Contributors</h2><table id=\"contributors\"><tr><th>worker</th><th>games</th><th>batches</th></tr>",
+        );
         for c in &d.contributors {
-            let _ = write!(b, "<tr class=\"contributor\"><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&c.name), c.games, c.batches);
+            let _ = write!(
+                b,
+                "<tr class=\"contributor\"><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&c.name),
+                c.games,
+                c.batches
+            );
         }
         b.push_str("</table>");
     }
@@ -184,7 +210,10 @@ fn endgame_page(d: &Detail, rows: &[SolveRow]) -> Html<String> {
     let mut b = String::new();
     let source = match &e.source {
         PositionSource::Listed(p) => format!("{} listed positions", p.len()),
-        PositionSource::Generated { count, extra } => format!("{count} positions where the bag just emptied in static self-play (seed {}, {extra} moves later)", spec.seed),
+        PositionSource::Generated { count, extra } => format!(
+            "{count} positions where the bag just emptied in static self-play (seed {}, {extra} moves later)",
+            spec.seed
+        ),
     };
     let _ = write!(
         b,
@@ -236,7 +265,16 @@ fn endgame_page(d: &Detail, rows: &[SolveRow]) -> Html<String> {
     if !disputed.is_empty() {
         b.push_str("<h2>Disagreements</h2><table id=\"disputes\"><tr><th>position</th><th>worker</th><th>pass</th><th>value</th><th>exact</th></tr>");
         for r in rows.iter().filter(|r| disputed.contains(&r.index)) {
-            let _ = write!(b, "<tr class=\"dispute\" data-index=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{:+}</td><td>{}</td></tr>", r.index, r.index, esc(&r.worker), r.pass, r.value, r.exact);
+            let _ = write!(
+                b,
+                "<tr class=\"dispute\" data-index=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{:+}</td><td>{}</td></tr>",
+                r.index,
+                r.index,
+                esc(&r.worker),
+                r.pass,
+                r.value,
+                r.exact
+            );
         }
         b.push_str("</table>");
     }
@@ -251,7 +289,12 @@ fn endgame_page(d: &Detail, rows: &[SolveRow]) -> Html<String> {
             format!("agrees ({})", others.iter().map(|o| esc(&o.worker)).collect::<Vec<_>>().join(", "))
         };
         if r.skipped {
-            let _ = write!(b, "<tr class=\"position\" data-index=\"{i}\"><td>{i}</td><td colspan=\"5\">skipped: that game ended before its bag emptied</td><td>{}</td><td>{check}</td></tr>", esc(&r.worker), i = r.index);
+            let _ = write!(
+                b,
+                "<tr class=\"position\" data-index=\"{i}\"><td>{i}</td><td colspan=\"5\">skipped: that game ended before its bag emptied</td><td>{}</td><td>{check}</td></tr>",
+                esc(&r.worker),
+                i = r.index
+            );
             continue;
         }
         let _ = write!(
@@ -272,12 +315,21 @@ fn endgame_page(d: &Detail, rows: &[SolveRow]) -> Html<String> {
     if !d.contributors.is_empty() {
         b.push_str("<h2>Contributors</h2><table id=\"contributors\"><tr><th>worker</th><th>positions</th><th>batches</th></tr>");
         for c in &d.contributors {
-            let _ = write!(b, "<tr class=\"contributor\"><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&c.name), c.games, c.batches);
+            let _ = write!(
+                b,
+                "<tr class=\"contributor\"><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&c.name),
+                c.games,
+                c.batches
+            );
         }
         b.push_str("</table>");
     }
     let id = s.id;
-    let _ = write!(b, "<p class=\"meta\">JSON: <a href=\"/api/v1/experiments/{id}\">/api/v1/experiments/{id}</a>, <a href=\"/api/v1/experiments/{id}/endgames\">endgames</a></p>");
+    let _ = write!(
+        b,
+        "<p class=\"meta\">JSON: <a href=\"/api/v1/experiments/{id}\">/api/v1/experiments/{id}</a>, <a href=\"/api/v1/experiments/{id}/endgames\">endgames</a></p>"
+    );
     let live = s.status == "queued" || s.status == "running";
     page(&s.name, live, &b)
 }
@@ -294,16 +346,22 @@ async fn wintable_page(st: &AppState, d: &Detail) -> Result<Html<String>> {
         g = d.spec.games_per_cell,
         seed = d.spec.seed,
     );
-    let _ = write!(b, "<p id=\"progress\">{} · {:.0} games/hour</p>", progress(s.games, s.target_games), s.games_per_hour);
+    let _ =
+        write!(b, "<p id=\"progress\">{} · {:.0} games/hour</p>", progress(s.games, s.target_games), s.games_per_hour);
     let h = experiments::history(&st.db, s.id, d.cells.len()).await?;
     if !h.games.is_empty() {
         b.push_str("<h2>Throughput</h2>");
         b.push_str(&throughput_plot(&h));
     }
     if let Some(sha) = &d.output_sha256 {
-        let (bytes,): (Vec<u8>,) = sqlx::query_as("SELECT bytes FROM artifacts WHERE sha256 = $1").bind(sha).fetch_one(&st.db).await?;
-        let table = engine::winpct::WinTable::parse(&String::from_utf8_lossy(&bytes), sha).map_err(|e| crate::error::Error::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-        let _ = write!(b, "<h2>The fitted table</h2><p>Artifact <a id=\"table\" href=\"/api/v1/artifacts/{sha}\">{sha}</a> (role <code>winpct</code>; pin it in an experiment's <code>[artifacts]</code>, or make it the default with <code>coordinator artifact --role winpct --default</code>).</p>");
+        let (bytes,): (Vec<u8>,) =
+            sqlx::query_as("SELECT bytes FROM artifacts WHERE sha256 = $1").bind(sha).fetch_one(&st.db).await?;
+        let table = engine::winpct::WinTable::parse(&String::from_utf8_lossy(&bytes), sha)
+            .map_err(|e| crate::error::Error::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        let _ = write!(
+            b,
+            "<h2>The fitted table</h2><p>Artifact <a id=\"table\" href=\"/api/v1/artifacts/{sha}\">{sha}</a> (role <code>winpct</code>; pin it in an experiment's <code>[artifacts]</code>, or make it the default with <code>coordinator artifact --role winpct --default</code>).</p>"
+        );
         b.push_str(&wintable_plot(&table));
     }
     let live = s.status == "queued" || s.status == "running";
@@ -316,16 +374,34 @@ fn wintable_plot(t: &engine::winpct::WinTable) -> String {
     let sm = t.spread_max() as f64;
     let x = |spread: f64| left + (spread + sm) / (2.0 * sm) * (w - left - 110.0);
     let y = |p: f64| 10.0 + (1.0 - p) * (ht - bottom - 10.0);
-    let mut s = format!("<svg id=\"wintable\" class=\"plot\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"P(win) against spread\">");
+    let mut s = format!(
+        "<svg id=\"wintable\" class=\"plot\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"P(win) against spread\">"
+    );
     for p in [0.0, 0.25, 0.5, 0.75, 1.0] {
-        let _ = write!(s, "<line class=\"grid\" x1=\"{left}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/><text class=\"tick\" x=\"4\" y=\"{:.1}\">{:.0}%</text>", x(sm), y(p), y(p), y(p) + 4.0, 100.0 * p);
+        let _ = write!(
+            s,
+            "<line class=\"grid\" x1=\"{left}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/><text class=\"tick\" x=\"4\" y=\"{:.1}\">{:.0}%</text>",
+            x(sm),
+            y(p),
+            y(p),
+            y(p) + 4.0,
+            100.0 * p
+        );
     }
     for spread in [-sm, -sm / 2.0, 0.0, sm / 2.0, sm] {
-        let _ = write!(s, "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{spread:+.0}</text>", x(spread), ht - 8.0);
+        let _ = write!(
+            s,
+            "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{spread:+.0}</text>",
+            x(spread),
+            ht - 8.0
+        );
     }
     let rows = [t.unseen_max(), 50, 20, 7].into_iter().filter(|&u| u <= t.unseen_max());
     for (i, unseen) in rows.enumerate() {
-        let points: Vec<String> = (-t.spread_max()..=t.spread_max()).step_by(5).map(|sp| format!("{:.1},{:.1}", x(sp as f64), y(t.win_prob(sp, unseen)))).collect();
+        let points: Vec<String> = (-t.spread_max()..=t.spread_max())
+            .step_by(5)
+            .map(|sp| format!("{:.1},{:.1}", x(sp as f64), y(t.win_prob(sp, unseen))))
+            .collect();
         let colour = ["#888", "#3b7dd8", "#d8893b", "#c0392b"][i % 4];
         let _ = write!(
             s,
@@ -344,7 +420,20 @@ fn cell_label(d: &Detail, c: &CellView) -> String {
     if c.params.is_empty() {
         return format!("{} vs {}", c.bots[0], c.bots[1]);
     }
-    d.spec.axes.iter().map(|a| format!("{}={}", a.name, c.params.get(&a.name).map_or(String::new(), |v| v.as_str().map_or_else(|| v.to_string(), str::to_string)))).collect::<Vec<_>>().join(", ")
+    d.spec
+        .axes
+        .iter()
+        .map(|a| {
+            format!(
+                "{}={}",
+                a.name,
+                c.params
+                    .get(&a.name)
+                    .map_or(String::new(), |v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A cell's grid values alone (the axis names are in the legend), or its number.
@@ -352,7 +441,15 @@ fn short_label(d: &Detail, c: &CellView) -> String {
     if d.spec.axes.is_empty() {
         return format!("#{}", c.index);
     }
-    let l = d.spec.axes.iter().map(|a| c.params.get(&a.name).map_or(String::new(), |v| v.as_str().map_or_else(|| v.to_string(), str::to_string))).collect::<Vec<_>>().join(", ");
+    let l = d
+        .spec
+        .axes
+        .iter()
+        .map(|a| {
+            c.params.get(&a.name).map_or(String::new(), |v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     if l.len() > 18 { format!("#{}", c.index) } else { l }
 }
 
@@ -380,10 +477,21 @@ impl RateAxis {
     fn draw(&self, s: &mut String, left: f64, right: f64) {
         let mut t = self.lo;
         while t <= self.hi + 1e-9 {
-            let _ = write!(s, "<line class=\"grid\" x1=\"{left}\" x2=\"{right}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text x=\"{}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{:.0}%</text>", left - 4.0, self.y(t) + 4.0, 100.0 * t, y = self.y(t));
+            let _ = write!(
+                s,
+                "<line class=\"grid\" x1=\"{left}\" x2=\"{right}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text x=\"{}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{:.0}%</text>",
+                left - 4.0,
+                self.y(t) + 4.0,
+                100.0 * t,
+                y = self.y(t)
+            );
             t += 0.05;
         }
-        let _ = write!(s, "<line class=\"even\" x1=\"{left}\" x2=\"{right}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>", y = self.y(0.5));
+        let _ = write!(
+            s,
+            "<line class=\"even\" x1=\"{left}\" x2=\"{right}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>",
+            y = self.y(0.5)
+        );
     }
 }
 
@@ -395,11 +503,21 @@ fn winrate_plot(d: &Detail) -> String {
     let y = |p: f64| axis.y(p);
     let step = (w - left - 10.0) / n as f64;
     let x = |i: usize| left + step * (i as f64 + 0.5);
-    let mut s = format!("<svg id=\"winrate\" class=\"plot\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"win rate per cell\">");
+    let mut s = format!(
+        "<svg id=\"winrate\" class=\"plot\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"win rate per cell\">"
+    );
     axis.draw(&mut s, left, w - 10.0);
     for (i, c) in d.cells.iter().enumerate() {
         let label = esc(&cell_label(d, c));
-        let _ = write!(s, "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" transform=\"rotate(-35 {:.1} {:.1})\">{}</text>", x(i), h - bottom + 14.0, x(i), h - bottom + 14.0, esc(&short_label(d, c)));
+        let _ = write!(
+            s,
+            "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" transform=\"rotate(-35 {:.1} {:.1})\">{}</text>",
+            x(i),
+            h - bottom + 14.0,
+            x(i),
+            h - bottom + 14.0,
+            esc(&short_label(d, c))
+        );
         if let (Some(p), Some(a), Some(b)) = (c.win_rate, c.ci_low, c.ci_high) {
             let _ = write!(
                 s,
@@ -418,14 +536,16 @@ fn winrate_plot(d: &Detail) -> String {
     }
     if !d.spec.axes.is_empty() {
         let names = d.spec.axes.iter().map(|a| esc(&a.name)).collect::<Vec<_>>().join(", ");
-        let _ = write!(s, "<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{names}</text>", w - 10.0, h - 4.0);
+        let _ =
+            write!(s, "<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{names}</text>", w - 10.0, h - 4.0);
     }
     s.push_str("</svg>");
     s
 }
 
 /// Line colours for cells, cycling.
-const PALETTE: [&str; 10] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+const PALETTE: [&str; 10] =
+    ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 
 /// One line per cell: cumulative win rate against games played. The first tenth of each
 /// cell's games (a handful of deals) is left out of the y-range, where it would swamp the rest.
@@ -436,16 +556,32 @@ fn convergence_plot(d: &Detail, h: &experiments::History) -> String {
     let axis = RateAxis::new(settled(), ht - bottom - 10.0);
     let x = |g: f64| left + (w - left - 10.0) * g / max_games;
     let y = |p: f64| axis.y(p);
-    let mut s = format!("<svg id=\"convergence\" class=\"plot\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"win rate as games came in\">");
+    let mut s = format!(
+        "<svg id=\"convergence\" class=\"plot\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"win rate as games came in\">"
+    );
     axis.draw(&mut s, left, w - 10.0);
-    let _ = write!(s, "<text class=\"tick\" x=\"{left}\" y=\"{}\">0</text><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{max_games} games</text>", ht - bottom + 14.0, w - 10.0, ht - bottom + 14.0);
+    let _ = write!(
+        s,
+        "<text class=\"tick\" x=\"{left}\" y=\"{}\">0</text><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{max_games} games</text>",
+        ht - bottom + 14.0,
+        w - 10.0,
+        ht - bottom + 14.0
+    );
     for (i, points) in h.convergence.iter().enumerate() {
         if points.is_empty() {
             continue;
         }
-        let path: Vec<String> = std::iter::once((0u64, points[0].1)).chain(points.iter().copied()).map(|(g, p)| format!("{:.1},{:.1}", x(g as f64), y(p))).collect();
+        let path: Vec<String> = std::iter::once((0u64, points[0].1))
+            .chain(points.iter().copied())
+            .map(|(g, p)| format!("{:.1},{:.1}", x(g as f64), y(p)))
+            .collect();
         let label = d.cells.get(i).map_or(String::new(), |c| esc(&cell_label(d, c)));
-        let _ = write!(s, "<polyline class=\"series\" data-index=\"{i}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"><title>{label}</title></polyline>", PALETTE[i % PALETTE.len()], path.join(" "));
+        let _ = write!(
+            s,
+            "<polyline class=\"series\" data-index=\"{i}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"><title>{label}</title></polyline>",
+            PALETTE[i % PALETTE.len()],
+            path.join(" ")
+        );
     }
     s.push_str("</svg>");
     s
@@ -457,15 +593,34 @@ fn throughput_plot(h: &experiments::History) -> String {
     let per_min: Vec<f64> = h.games.iter().map(|&g| g as f64 * 60.0 / h.bucket_secs as f64).collect();
     let top = per_min.iter().copied().fold(1.0, f64::max);
     let bw = (w - left - 10.0) / per_min.len() as f64;
-    let mut s = format!("<svg id=\"throughput\" class=\"plot\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"games per minute\">");
-    let _ = write!(s, "<text class=\"tick\" x=\"4\" y=\"14\">{top:.0}</text><text class=\"tick\" x=\"4\" y=\"28\">games</text><text class=\"tick\" x=\"4\" y=\"42\">a minute</text>");
+    let mut s = format!(
+        "<svg id=\"throughput\" class=\"plot\" viewBox=\"0 0 {w} {ht}\" width=\"{w}\" height=\"{ht}\" role=\"img\" aria-label=\"games per minute\">"
+    );
+    let _ = write!(
+        s,
+        "<text class=\"tick\" x=\"4\" y=\"14\">{top:.0}</text><text class=\"tick\" x=\"4\" y=\"28\">games</text><text class=\"tick\" x=\"4\" y=\"42\">a minute</text>"
+    );
     for (i, v) in per_min.iter().enumerate() {
         let bh = (ht - bottom - 10.0) * v / top;
-        let _ = write!(s, "<rect class=\"bucket\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"#3b7dd8\"><title>{v:.0} games/min</title></rect>", left + bw * i as f64, ht - bottom - bh, (bw - 1.0).max(1.0));
+        let _ = write!(
+            s,
+            "<rect class=\"bucket\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"#3b7dd8\"><title>{v:.0} games/min</title></rect>",
+            left + bw * i as f64,
+            ht - bottom - bh,
+            (bw - 1.0).max(1.0)
+        );
     }
     let span = h.bucket_secs * h.games.len() as i64;
-    let _ = write!(s, "<text class=\"tick\" x=\"{left}\" y=\"{}\">{}</text><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">+{} s ({} s buckets)</text>",
-        ht - 6.0, h.start.map_or(String::new(), |t| t.format("%H:%M:%S UTC").to_string()), w - 10.0, ht - 6.0, span, h.bucket_secs);
+    let _ = write!(
+        s,
+        "<text class=\"tick\" x=\"{left}\" y=\"{}\">{}</text><text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">+{} s ({} s buckets)</text>",
+        ht - 6.0,
+        h.start.map_or(String::new(), |t| t.format("%H:%M:%S UTC").to_string()),
+        w - 10.0,
+        ht - 6.0,
+        span,
+        h.bucket_secs
+    );
     s.push_str("</svg>");
     s
 }
@@ -473,7 +628,12 @@ fn throughput_plot(h: &experiments::History) -> String {
 /// Colour for a win rate: red below 50%, blue above, white at 50%, saturating at +-15 points.
 fn colour(p: f64) -> String {
     let t = ((p - 0.5) / 0.15).clamp(-1.0, 1.0);
-    let (r, g, b) = if t >= 0.0 { (255.0 * (1.0 - t) + 33.0 * t, 255.0 * (1.0 - t) + 102.0 * t, 255.0 * (1.0 - t) + 172.0 * t) } else { let t = -t; (255.0 * (1.0 - t) + 178.0 * t, 255.0 * (1.0 - t) + 24.0 * t, 255.0 * (1.0 - t) + 43.0 * t) };
+    let (r, g, b) = if t >= 0.0 {
+        (255.0 * (1.0 - t) + 33.0 * t, 255.0 * (1.0 - t) + 102.0 * t, 255.0 * (1.0 - t) + 172.0 * t)
+    } else {
+        let t = -t;
+        (255.0 * (1.0 - t) + 178.0 * t, 255.0 * (1.0 - t) + 24.0 * t, 255.0 * (1.0 - t) + 43.0 * t)
+    };
     format!("rgb({:.0},{:.0},{:.0})", r, g, b)
 }
 
@@ -483,13 +643,33 @@ fn heatmap(d: &Detail) -> String {
     let (cw, ch, left, top) = (110.0, 52.0, 110.0, 40.0);
     let (w, h) = (left + cw * cols.values.len() as f64 + 10.0, top + ch * rows.values.len() as f64 + 10.0);
     let v = |x: &serde_json::Value| esc(&x.as_str().map_or_else(|| x.to_string(), str::to_string));
-    let mut s = format!("<svg id=\"heatmap\" class=\"plot\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"win rate heatmap\">");
-    let _ = write!(s, "<text class=\"axis\" x=\"{left}\" y=\"14\">{} →</text><text class=\"axis\" x=\"4\" y=\"{}\">{} ↓</text>", esc(&cols.name), top - 6.0, esc(&rows.name));
+    let mut s = format!(
+        "<svg id=\"heatmap\" class=\"plot\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"win rate heatmap\">"
+    );
+    let _ = write!(
+        s,
+        "<text class=\"axis\" x=\"{left}\" y=\"14\">{} →</text><text class=\"axis\" x=\"4\" y=\"{}\">{} ↓</text>",
+        esc(&cols.name),
+        top - 6.0,
+        esc(&rows.name)
+    );
     for (j, c) in cols.values.iter().enumerate() {
-        let _ = write!(s, "<text class=\"tick\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>", left + cw * (j as f64 + 0.5), top - 6.0, v(c));
+        let _ = write!(
+            s,
+            "<text class=\"tick\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            left + cw * (j as f64 + 0.5),
+            top - 6.0,
+            v(c)
+        );
     }
     for (i, r) in rows.values.iter().enumerate() {
-        let _ = write!(s, "<text class=\"tick\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 6.0, top + ch * (i as f64 + 0.5) + 4.0, v(r));
+        let _ = write!(
+            s,
+            "<text class=\"tick\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            left - 6.0,
+            top + ch * (i as f64 + 0.5) + 4.0,
+            v(r)
+        );
         for j in 0..cols.values.len() {
             let Some(c) = d.cells.get(i * cols.values.len() + j) else { continue };
             let (x, y) = (left + cw * j as f64, top + ch * i as f64);
@@ -523,7 +703,9 @@ fn heatmap(d: &Detail) -> String {
 /// `/workers`: every volunteer, when it was last seen, what it contributed.
 pub async fn workers(State(st): State<AppState>) -> Result<Html<String>> {
     let list = crate::workers::list(&st.db).await?;
-    let mut b = String::from("<table id=\"workers\"><tr><th>name</th><th>threads</th><th>last seen</th><th>games</th><th>batches</th><th>games/s</th><th>working on</th></tr>");
+    let mut b = String::from(
+        "<table id=\"workers\"><tr><th>name</th><th>threads</th><th>last seen</th><th>games</th><th>batches</th><th>games/s</th><th>working on</th></tr>",
+    );
     for w in &list {
         let _ = write!(
             b,

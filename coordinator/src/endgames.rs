@@ -1,10 +1,10 @@
 //! Endgame experiments as researchers see them: every solved position with its cross-checks,
 //! the solve-time distribution, and disagreements between workers.
 
-use crate::error::Result;
 use crate::AppState;
-use axum::extract::{Path, State};
+use crate::error::Result;
 use axum::Json;
+use axum::extract::{Path, State};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -42,7 +42,14 @@ pub async fn api_solves(State(st): State<AppState>, Path(id): Path<Uuid>) -> Res
 }
 
 /// Upper bounds (ms) of the solve-time histogram's buckets; the last is open.
-pub const TIME_BUCKETS: [(i64, &str); 6] = [(10, "< 10 ms"), (100, "< 0.1 s"), (1_000, "< 1 s"), (10_000, "< 10 s"), (60_000, "< 1 min"), (i64::MAX, "≥ 1 min")];
+pub const TIME_BUCKETS: [(i64, &str); 6] = [
+    (10, "< 10 ms"),
+    (100, "< 0.1 s"),
+    (1_000, "< 1 s"),
+    (10_000, "< 10 s"),
+    (60_000, "< 1 min"),
+    (i64::MAX, "≥ 1 min"),
+];
 
 /// How many first solves fell in each bucket of `TIME_BUCKETS`.
 pub fn time_histogram(rows: &[SolveRow]) -> Vec<u64> {

@@ -1,8 +1,8 @@
 //! API errors: a status and a message, sent as `{"error": "..."}`.
 
+use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use shared::protocol::ApiError;
 
 #[derive(Debug)]

@@ -1,11 +1,11 @@
 //! Experiments: submission (parse, validate, store experiment and cells), stopping, and the
 //! views the dashboards and `/api/v1/experiments` show.
 
+use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
-use crate::AppState;
-use axum::extract::{Path, State};
 use axum::Json;
+use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use shared::experiment::ExperimentSpec;
@@ -41,7 +41,11 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
             Some(_) if c.index == 0 => (spec.games_per_cell as i64, 0, "running", None),
             Some(e) => {
                 let checks = e.checks(spec.seed) as i64;
-                if checks == 0 { (0, 0, "finished", Some("no positions are cross-checked")) } else { (checks, checks, "running", None) }
+                if checks == 0 {
+                    (0, 0, "finished", Some("no positions are cross-checked"))
+                } else {
+                    (checks, checks, "running", None)
+                }
             }
         };
         units += if spec.endgame.is_some() { target } else { 2 * target };
@@ -73,7 +77,12 @@ pub async fn stop(State(st): State<AppState>, caller: Caller, Path(id): Path<Uui
         return Err(Error::conflict(format!("experiment {id} is not queued or running")));
     }
     sqlx::query("UPDATE cells SET status = 'stopped', stop_reason = 'stopped by a researcher' WHERE experiment_id = $1 AND status = 'running'").bind(id).execute(&mut *tx).await?;
-    sqlx::query("UPDATE batches SET state = 'cancelled', updated_at = now() WHERE experiment_id = $1 AND state = 'queued'").bind(id).execute(&mut *tx).await?;
+    sqlx::query(
+        "UPDATE batches SET state = 'cancelled', updated_at = now() WHERE experiment_id = $1 AND state = 'queued'",
+    )
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(Json(serde_json::json!({ "stopped": id })))
 }
@@ -124,7 +133,8 @@ fn summary(r: SummaryRow) -> Summary {
 }
 
 pub async fn list(db: &sqlx::PgPool) -> Result<Vec<Summary>> {
-    let rows: Vec<SummaryRow> = sqlx::query_as(concat!(summary_sql!(), " ORDER BY e.created_at DESC LIMIT 500")).fetch_all(db).await?;
+    let rows: Vec<SummaryRow> =
+        sqlx::query_as(concat!(summary_sql!(), " ORDER BY e.created_at DESC LIMIT 500")).fetch_all(db).await?;
     Ok(rows.into_iter().map(summary).collect())
 }
 
@@ -233,7 +243,8 @@ pub async fn history(db: &sqlx::PgPool, id: Uuid, cells: usize) -> Result<Histor
 }
 
 pub async fn api_history(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Json<History>> {
-    let (cells,): (i64,) = sqlx::query_as("SELECT count(*) FROM cells WHERE experiment_id = $1").bind(id).fetch_one(&st.db).await?;
+    let (cells,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM cells WHERE experiment_id = $1").bind(id).fetch_one(&st.db).await?;
     Ok(Json(history(&st.db, id, cells as usize).await?))
 }
 
@@ -283,12 +294,18 @@ impl CellRow {
 }
 
 pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
-    let row: Option<SummaryRow> = sqlx::query_as(concat!(summary_sql!(), " WHERE e.id = $1")).bind(id).fetch_optional(db).await?;
+    let row: Option<SummaryRow> =
+        sqlx::query_as(concat!(summary_sql!(), " WHERE e.id = $1")).bind(id).fetch_optional(db).await?;
     let summary = summary(row.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?);
-    let (Db(spec), output_sha256): (Db<ExperimentSpec>, Option<String>) = sqlx::query_as("SELECT spec, output_sha256 FROM experiments WHERE id = $1").bind(id).fetch_one(db).await?;
+    let (Db(spec), output_sha256): (Db<ExperimentSpec>, Option<String>) =
+        sqlx::query_as("SELECT spec, output_sha256 FROM experiments WHERE id = $1").bind(id).fetch_one(db).await?;
     let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_pairs, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
     let cells = rows.into_iter().map(|r| r.view(spec.sprt.as_ref(), spec.endgame.is_some())).collect();
-    let counts: Vec<(String, i64)> = sqlx::query_as("SELECT state, count(*) FROM batches WHERE experiment_id = $1 GROUP BY state").bind(id).fetch_all(db).await?;
+    let counts: Vec<(String, i64)> =
+        sqlx::query_as("SELECT state, count(*) FROM batches WHERE experiment_id = $1 GROUP BY state")
+            .bind(id)
+            .fetch_all(db)
+            .await?;
     let mut batches = serde_json::Map::new();
     for s in ["queued", "leased", "done", "parked", "cancelled"] {
         batches.insert(s.into(), counts.iter().find(|c| c.0 == s).map_or(0, |c| c.1).into());
@@ -299,7 +316,10 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     .bind(id)
     .fetch_all(db)
     .await?;
-    let parked = parked.into_iter().map(|(batch_id, cell_index, failures, error)| ParkedBatch { batch_id, cell_index, failures, error }).collect();
+    let parked = parked
+        .into_iter()
+        .map(|(batch_id, cell_index, failures, error)| ParkedBatch { batch_id, cell_index, failures, error })
+        .collect();
     let contributors = sqlx::query_as(
         "SELECT w.id AS worker_id, w.name, sum(r.games)::bigint AS games, count(*) AS batches FROM batch_results r JOIN workers w ON w.id = r.worker_id
          WHERE r.experiment_id = $1 GROUP BY w.id, w.name ORDER BY 3 DESC, w.name",
@@ -314,8 +334,16 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
 pub fn sprt_reason(s: &Sprt, d: SprtDecision) -> Option<String> {
     match d {
         SprtDecision::Continue { .. } => None,
-        SprtDecision::AcceptH1 { llr } => Some(format!("SPRT accepted H1: win rate >= {} (LLR {llr:.2} reached the upper bound {:.2})", s.p1, s.bounds().1)),
-        SprtDecision::AcceptH0 { llr } => Some(format!("SPRT accepted H0: win rate <= {} (LLR {llr:.2} reached the lower bound {:.2})", s.p0, s.bounds().0)),
+        SprtDecision::AcceptH1 { llr } => Some(format!(
+            "SPRT accepted H1: win rate >= {} (LLR {llr:.2} reached the upper bound {:.2})",
+            s.p1,
+            s.bounds().1
+        )),
+        SprtDecision::AcceptH0 { llr } => Some(format!(
+            "SPRT accepted H0: win rate <= {} (LLR {llr:.2} reached the lower bound {:.2})",
+            s.p0,
+            s.bounds().0
+        )),
     }
 }
 

@@ -13,9 +13,9 @@ mod results;
 mod workers;
 
 use anyhow::{Context, Result};
+use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use axum::Router;
 use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -107,7 +107,9 @@ pub struct AppState {
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
 async fn connect(url: Option<&str>, pool: u32) -> Result<sqlx::PgPool> {
-    let url = url.context("no database: set DATABASE_URL or pass --database-url (e.g. postgres://postgres@127.0.0.1:5432/lexhive)")?;
+    let url = url.context(
+        "no database: set DATABASE_URL or pass --database-url (e.g. postgres://postgres@127.0.0.1:5432/lexhive)",
+    )?;
     sqlx::postgres::PgPoolOptions::new()
         .max_connections(pool)
         .acquire_timeout(Duration::from_secs(10))
@@ -130,7 +132,11 @@ fn redact(url: &str) -> String {
 fn lexica_dir(arg: Option<PathBuf>) -> PathBuf {
     arg.unwrap_or_else(|| {
         let here = PathBuf::from("lexica");
-        if here.join("enable.txt").exists() { here } else { PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lexica") }
+        if here.join("enable.txt").exists() {
+            here
+        } else {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lexica")
+        }
     })
 }
 
@@ -159,7 +165,10 @@ pub fn router(state: AppState) -> Router {
         .route("/workers", get(dashboard::workers))
         .route("/healthz", get(healthz))
         .layer(DefaultBodyLimit::max(1 << 20))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, Duration::from_secs(60)))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(60),
+        ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -173,7 +182,8 @@ async fn serve(url: Option<&str>, args: ServeArgs) -> Result<()> {
     let db = connect(url, args.db_pool).await?;
     MIGRATOR.run(&db).await.context("applying migrations")?;
     artifacts::ensure_defaults(&db, &lexica_dir(args.lexica.clone())).await?;
-    let listener = tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("cannot listen on {}", args.bind))?;
+    let listener =
+        tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("cannot listen on {}", args.bind))?;
     let state = AppState { db: db.clone(), cfg: Arc::new(args.clone()) };
     let reaper = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(args.reap_secs.max(1)));
@@ -254,7 +264,12 @@ fn check_artifact(role: &str, file: &std::path::Path, bytes: &[u8]) -> Result<()
 }
 
 fn main() {
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into())).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
     if let Err(e) = rt.block_on(run(cli)) {

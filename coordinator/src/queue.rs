@@ -8,13 +8,13 @@
 //!   carved from `next_pair` at claim time, sized for the claiming worker.
 //! - A batch that expired or failed `max_failures` times is parked, and its cell fails.
 
+use crate::AppState;
 use crate::auth::{self, Caller, Role};
 use crate::error::{Error, Result};
-use crate::AppState;
-use axum::extract::{Path, State};
 use axum::Json;
-use shared::protocol::*;
+use axum::extract::{Path, State};
 use shared::PROTOCOL_VERSION;
+use shared::protocol::*;
 use sqlx::types::Json as Db;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
@@ -29,7 +29,10 @@ const IDLE_RETRY_MS: u64 = 2000;
 
 fn check_protocol(v: u32) -> Result<()> {
     if v != PROTOCOL_VERSION {
-        return Err(Error::new(axum::http::StatusCode::UPGRADE_REQUIRED, format!("protocol {v} is not spoken here; this coordinator speaks {PROTOCOL_VERSION}: update the worker")));
+        return Err(Error::new(
+            axum::http::StatusCode::UPGRADE_REQUIRED,
+            format!("protocol {v} is not spoken here; this coordinator speaks {PROTOCOL_VERSION}: update the worker"),
+        ));
     }
     Ok(())
 }
@@ -44,22 +47,40 @@ pub async fn register(State(st): State<AppState>, Json(r): Json<RegisterRequest>
     let threads = r.threads.clamp(1, 4096) as i32;
     let id = Uuid::new_v4();
     let mut tx = st.db.begin().await?;
-    sqlx::query("INSERT INTO workers (id, name, threads) VALUES ($1, $2, $3)").bind(id).bind(name).bind(threads).execute(&mut *tx).await?;
+    sqlx::query("INSERT INTO workers (id, name, threads) VALUES ($1, $2, $3)")
+        .bind(id)
+        .bind(name)
+        .bind(threads)
+        .execute(&mut *tx)
+        .await?;
     let token = auth::new_token();
-    sqlx::query("INSERT INTO tokens (hash, role, worker_id) VALUES ($1, $2, $3)").bind(auth::hash(&token)).bind(Role::Worker.as_str()).bind(id).execute(&mut *tx).await?;
+    sqlx::query("INSERT INTO tokens (hash, role, worker_id) VALUES ($1, $2, $3)")
+        .bind(auth::hash(&token))
+        .bind(Role::Worker.as_str())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     tracing::info!(worker = %id, name, threads, "worker registered");
     Ok(Json(RegisterResponse { worker_id: id, token }))
 }
 
 /// `POST /api/v1/claim`: lease the next batch for this worker, or say there is none.
-pub async fn claim(State(st): State<AppState>, caller: Caller, Json(r): Json<ClaimRequest>) -> Result<Json<ClaimResponse>> {
+pub async fn claim(
+    State(st): State<AppState>,
+    caller: Caller,
+    Json(r): Json<ClaimRequest>,
+) -> Result<Json<ClaimResponse>> {
     check_protocol(r.protocol)?;
     let worker = caller.worker()?;
     let threads = r.threads.clamp(1, 4096) as i32;
     let lease_secs = st.cfg.lease_secs as f64;
     let mut tx = st.db.begin().await?;
-    sqlx::query("UPDATE workers SET last_seen = now(), threads = $2 WHERE id = $1").bind(worker).bind(threads).execute(&mut *tx).await?;
+    sqlx::query("UPDATE workers SET last_seen = now(), threads = $2 WHERE id = $1")
+        .bind(worker)
+        .bind(threads)
+        .execute(&mut *tx)
+        .await?;
     let lease = Uuid::new_v4();
     // Batches put back in the queue (expired, released) go first: they are oldest work.
     let requeued: Option<(Uuid,)> = sqlx::query_as(
@@ -98,13 +119,26 @@ macro_rules! runnable_cell {
 
 /// Carve a new batch from the next runnable cell: highest priority first, then the experiment
 /// and the cell that were served longest ago (round robin across experiments, then cells).
-async fn carve(tx: &mut Transaction<'_, Postgres>, worker: Uuid, lease: Uuid, lease_secs: f64, threads: i32, games_per_sec: Option<f64>, batch_secs: u64) -> Result<Option<Uuid>> {
+async fn carve(
+    tx: &mut Transaction<'_, Postgres>,
+    worker: Uuid,
+    lease: Uuid,
+    lease_secs: f64,
+    threads: i32,
+    games_per_sec: Option<f64>,
+    batch_secs: u64,
+) -> Result<Option<Uuid>> {
     // Skip cells other claims hold; if every runnable cell is held, wait for one rather than
     // report "no work" while there is some. (`NO KEY UPDATE` leaves uploads' foreign-key checks
     // on the cell unblocked.)
-    let mut cell: Option<(Uuid, Uuid, i64, i64, i32)> = sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c SKIP LOCKED LIMIT 1")).fetch_optional(&mut **tx).await?;
+    let mut cell: Option<(Uuid, Uuid, i64, i64, i32)> =
+        sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c SKIP LOCKED LIMIT 1"))
+            .fetch_optional(&mut **tx)
+            .await?;
     if cell.is_none() {
-        cell = sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c LIMIT 1")).fetch_optional(&mut **tx).await?;
+        cell = sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c LIMIT 1"))
+            .fetch_optional(&mut **tx)
+            .await?;
     }
     let Some((cell, experiment, next, target, priority)) = cell else { return Ok(None) };
     // Aim at `batch_secs` of work; a worker that has not measured itself yet gets a pair per
@@ -116,7 +150,11 @@ async fn carve(tx: &mut Transaction<'_, Postgres>, worker: Uuid, lease: Uuid, le
     // At most an eighth of the cell per batch, so that several workers can share a cell, its
     // win rate is seen converging, and an SPRT gets the chance to stop it early.
     let pairs = want.clamp(1, MAX_PAIRS).min((target + 7) / 8).min(target - next);
-    sqlx::query("UPDATE cells SET next_pair = next_pair + $2, last_claim_at = now() WHERE id = $1").bind(cell).bind(pairs).execute(&mut **tx).await?;
+    sqlx::query("UPDATE cells SET next_pair = next_pair + $2, last_claim_at = now() WHERE id = $1")
+        .bind(cell)
+        .bind(pairs)
+        .execute(&mut **tx)
+        .await?;
     sqlx::query("UPDATE experiments SET last_claim_at = now(), status = CASE WHEN status = 'queued' THEN 'running' ELSE status END, started_at = coalesce(started_at, now()) WHERE id = $1")
         .bind(experiment)
         .execute(&mut **tx)
@@ -142,11 +180,27 @@ async fn carve(tx: &mut Transaction<'_, Postgres>, worker: Uuid, lease: Uuid, le
 
 /// The position indices of an endgame batch: its explicit list, else its range.
 pub fn batch_positions(first: i64, count: i64, list: Option<Vec<i64>>) -> Vec<u64> {
-    list.map_or_else(|| (first..first + count).map(|i| i as u64).collect(), |l| l.into_iter().map(|i| i as u64).collect())
+    list.map_or_else(
+        || (first..first + count).map(|i| i as u64).collect(),
+        |l| l.into_iter().map(|i| i as u64).collect(),
+    )
 }
 
 async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs: u64) -> Result<BatchSpec> {
-    type Row = (Uuid, Uuid, i64, i64, Option<Vec<i64>>, Uuid, String, Db<Vec<ArtifactRef>>, Db<shared::experiment::ExperimentSpec>, Uuid, i32, Db<[String; 2]>);
+    type Row = (
+        Uuid,
+        Uuid,
+        i64,
+        i64,
+        Option<Vec<i64>>,
+        Uuid,
+        String,
+        Db<Vec<ArtifactRef>>,
+        Db<shared::experiment::ExperimentSpec>,
+        Uuid,
+        i32,
+        Db<[String; 2]>,
+    );
     let (batch_id, lease_id, first_pair, pairs, positions, experiment_id, experiment_name, artifacts, spec, cell_id, cell_index, bots): Row = sqlx::query_as(
         "SELECT b.id, b.lease_id, b.first_pair, b.pairs, b.positions, e.id, e.name, e.artifacts, e.spec, c.id, c.idx, c.bots
          FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1",
@@ -156,7 +210,9 @@ async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs:
     .await?;
     let spec = spec.0;
     let job = match &spec.endgame {
-        None if spec.kind == shared::experiment::JobKind::Wintable => Job::Wintable(WintableJob { seed: spec.seed, first_pair: first_pair as u64, pairs: pairs as u64 }),
+        None if spec.kind == shared::experiment::JobKind::Wintable => {
+            Job::Wintable(WintableJob { seed: spec.seed, first_pair: first_pair as u64, pairs: pairs as u64 })
+        }
         Some(e) => {
             use shared::experiment::PositionSource;
             let listed = match &e.source {
@@ -196,17 +252,31 @@ async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs:
 /// Why a lease-holding request for `batch` cannot go on: 404, 403 (someone else's lease), or
 /// 409 (the lease is no longer current).
 pub async fn lease_error(db: impl sqlx::PgExecutor<'_>, batch: Uuid, lease: Uuid, worker: Uuid) -> Error {
-    let row = sqlx::query_as::<_, (Option<Uuid>, Option<Uuid>, String)>("SELECT lease_id, lease_owner, state FROM batches WHERE id = $1").bind(batch).fetch_optional(db).await;
+    let row = sqlx::query_as::<_, (Option<Uuid>, Option<Uuid>, String)>(
+        "SELECT lease_id, lease_owner, state FROM batches WHERE id = $1",
+    )
+    .bind(batch)
+    .fetch_optional(db)
+    .await;
     match row {
         Err(e) => e.into(),
         Ok(None) => Error::not_found(format!("no batch {batch}")),
-        Ok(Some((Some(l), Some(owner), _))) if l == lease && owner != worker => Error::forbidden("this lease belongs to another worker"),
-        Ok(Some((_, _, state))) => Error::conflict(format!("lease {lease} is no longer held (the batch is {state}); drop this batch")),
+        Ok(Some((Some(l), Some(owner), _))) if l == lease && owner != worker => {
+            Error::forbidden("this lease belongs to another worker")
+        }
+        Ok(Some((_, _, state))) => {
+            Error::conflict(format!("lease {lease} is no longer held (the batch is {state}); drop this batch"))
+        }
     }
 }
 
 /// `POST /api/v1/batches/{id}/heartbeat`: extend the lease.
-pub async fn heartbeat(State(st): State<AppState>, caller: Caller, Path(batch): Path<Uuid>, Json(r): Json<HeartbeatRequest>) -> Result<Json<HeartbeatResponse>> {
+pub async fn heartbeat(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<Uuid>,
+    Json(r): Json<HeartbeatRequest>,
+) -> Result<Json<HeartbeatResponse>> {
     let worker = caller.worker()?;
     let row: Option<(String,)> = sqlx::query_as(
         "UPDATE batches b SET lease_expires = now() + make_interval(secs => $4), updated_at = now()
@@ -226,7 +296,12 @@ pub async fn heartbeat(State(st): State<AppState>, caller: Caller, Path(batch): 
 
 /// `POST /api/v1/batches/{id}/release`: give the batch back unplayed (Ctrl-C, or its cell
 /// stopped). Not a failure.
-pub async fn release(State(st): State<AppState>, caller: Caller, Path(batch): Path<Uuid>, Json(r): Json<ReleaseRequest>) -> Result<Json<serde_json::Value>> {
+pub async fn release(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<Uuid>,
+    Json(r): Json<ReleaseRequest>,
+) -> Result<Json<serde_json::Value>> {
     let worker = caller.worker()?;
     let row: Option<(String,)> = sqlx::query_as(
         "UPDATE batches b SET state = CASE WHEN c.status = 'running' THEN 'queued' ELSE 'cancelled' END,
@@ -244,7 +319,12 @@ pub async fn release(State(st): State<AppState>, caller: Caller, Path(batch): Pa
 }
 
 /// `POST /api/v1/batches/{id}/fail`: the worker could not play the batch.
-pub async fn fail(State(st): State<AppState>, caller: Caller, Path(batch): Path<Uuid>, Json(r): Json<FailRequest>) -> Result<Json<serde_json::Value>> {
+pub async fn fail(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<Uuid>,
+    Json(r): Json<FailRequest>,
+) -> Result<Json<serde_json::Value>> {
     let worker = caller.worker()?;
     let error: String = r.error.chars().take(2000).collect();
     let mut tx = st.db.begin().await?;
@@ -280,7 +360,10 @@ async fn park_cell(tx: &mut Transaction<'_, Postgres>, cell: Uuid) -> Result<()>
     .bind(cell)
     .fetch_optional(&mut **tx)
     .await?;
-    sqlx::query("UPDATE batches SET state = 'cancelled', updated_at = now() WHERE cell_id = $1 AND state = 'queued'").bind(cell).execute(&mut **tx).await?;
+    sqlx::query("UPDATE batches SET state = 'cancelled', updated_at = now() WHERE cell_id = $1 AND state = 'queued'")
+        .bind(cell)
+        .execute(&mut **tx)
+        .await?;
     if let Some((experiment,)) = experiment {
         settle_experiment(tx, experiment).await?;
     }

@@ -1,20 +1,20 @@
 //! Batch results: the upload (accepted once per batch and lease, with the cell's tally updated
 //! in the same transaction), the logs, and recomputing cell tallies from stored results.
 
+use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::experiments::sprt_reason;
 use crate::queue::{lease_error, settle_experiment};
-use crate::AppState;
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::Json;
 use base64::Engine as _;
-use shared::experiment::ExperimentSpec;
-use shared::protocol::{JobResult, ResultUpload, UploadResponse};
 use engine::tiles::Distribution;
 use engine::winpct::WinSamples;
+use shared::experiment::ExperimentSpec;
+use shared::protocol::{JobResult, ResultUpload, UploadResponse};
 use shared::stats::MatchTally;
 use sqlx::types::Json as Db;
 use std::io::Read;
@@ -25,7 +25,9 @@ const MAX_LOG_BYTES: u64 = 256 << 20;
 
 /// Decode one base64-of-gzip log and check its sha256; returns the compressed bytes.
 fn check_log(field: &str, b64: &str, sha: &str) -> Result<Vec<u8>> {
-    let gz = base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| Error::unprocessable(format!("logs.{field}: not base64: {e}")))?;
+    let gz = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .map_err(|e| Error::unprocessable(format!("logs.{field}: not base64: {e}")))?;
     let mut text = Vec::new();
     flate2::read::GzDecoder::new(&gz[..])
         .take(MAX_LOG_BYTES + 1)
@@ -58,7 +60,12 @@ struct BatchRow {
 const MAX_SOLVED_TEXT: usize = 4000;
 
 /// `POST /api/v1/batches/{id}/result`.
-pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Path<Uuid>, Json(u): Json<ResultUpload>) -> Result<Json<UploadResponse>> {
+pub async fn upload(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(batch): Path<Uuid>,
+    Json(u): Json<ResultUpload>,
+) -> Result<Json<UploadResponse>> {
     let worker = caller.worker()?;
     let mut tx = st.db.begin().await?;
     let row: Option<BatchRow> =
@@ -69,8 +76,13 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
     let Some(b) = row else {
         return Err(Error::not_found(format!("no batch {batch}")));
     };
-    let (state, lease, owner, cell, experiment, pairs) = (b.state.clone(), b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.pairs);
-    let done: Option<(Uuid, Uuid)> = sqlx::query_as("SELECT lease_id, worker_id FROM batch_results WHERE batch_id = $1").bind(batch).fetch_optional(&mut *tx).await?;
+    let (state, lease, owner, cell, experiment, pairs) =
+        (b.state.clone(), b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.pairs);
+    let done: Option<(Uuid, Uuid)> =
+        sqlx::query_as("SELECT lease_id, worker_id FROM batch_results WHERE batch_id = $1")
+            .bind(batch)
+            .fetch_optional(&mut *tx)
+            .await?;
     if let Some((done_lease, done_worker)) = done {
         if done_lease == u.lease_id && done_worker != worker {
             return Err(Error::forbidden("this lease belongs to another worker"));
@@ -89,7 +101,11 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
     let games = match &u.result {
         JobResult::Match(tally) => {
             if !tally.is_consistent() || tally.games != 2 * pairs as u64 {
-                return Err(Error::unprocessable(format!("result: {} games with inconsistent counts; the batch has {} games", tally.games, 2 * pairs)));
+                return Err(Error::unprocessable(format!(
+                    "result: {} games with inconsistent counts; the batch has {} games",
+                    tally.games,
+                    2 * pairs
+                )));
             }
             tally.games
         }
@@ -99,8 +115,13 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
             if got != want {
                 return Err(Error::unprocessable(format!("result: solved positions {got:?}; the batch has {want:?}")));
             }
-            if let Some(s) = report.solved.iter().find(|s| [&s.cgp, &s.best, &s.sequence].iter().any(|t| t.len() > MAX_SOLVED_TEXT)) {
-                return Err(Error::unprocessable(format!("result: position {}: a text field is longer than {MAX_SOLVED_TEXT} bytes", s.index)));
+            if let Some(s) =
+                report.solved.iter().find(|s| [&s.cgp, &s.best, &s.sequence].iter().any(|t| t.len() > MAX_SOLVED_TEXT))
+            {
+                return Err(Error::unprocessable(format!(
+                    "result: position {}: a text field is longer than {MAX_SOLVED_TEXT} bytes",
+                    s.index
+                )));
             }
             report.solved.len() as u64
         }
@@ -108,7 +129,9 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
             if w.games != 2 * pairs as u64 {
                 return Err(Error::unprocessable(format!("result: {} games; the batch has {}", w.games, 2 * pairs)));
             }
-            WinSamples::new(&Distribution::english()).add_counts(&w.counts).map_err(|e| Error::unprocessable(format!("result.counts: {e}")))?;
+            WinSamples::new(&Distribution::english())
+                .add_counts(&w.counts)
+                .map_err(|e| Error::unprocessable(format!("result.counts: {e}")))?;
             w.games
         }
     };
@@ -132,7 +155,10 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
     .bind(&u.logs.csv_sha256)
     .execute(&mut *tx)
     .await?;
-    sqlx::query("UPDATE batches SET state = 'done', lease_expires = NULL, updated_at = now() WHERE id = $1").bind(batch).execute(&mut *tx).await?;
+    sqlx::query("UPDATE batches SET state = 'done', lease_expires = NULL, updated_at = now() WHERE id = $1")
+        .bind(batch)
+        .execute(&mut *tx)
+        .await?;
     let gps = games as f64 / (u.elapsed_ms.max(1) as f64 / 1000.0);
     sqlx::query("UPDATE workers SET games = games + $2, batches = batches + 1, last_seen = now(), games_per_sec = $3 WHERE id = $1")
         .bind(worker)
@@ -142,7 +168,10 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
         .await?;
     let message = match &u.result {
         JobResult::Match(tally) => {
-            record_in_cell(&mut tx, cell, pairs, Some(tally), &|target| format!("reached its target of {} games", 2 * target)).await?;
+            record_in_cell(&mut tx, cell, pairs, Some(tally), &|target| {
+                format!("reached its target of {} games", 2 * target)
+            })
+            .await?;
             format!("recorded {games} games")
         }
         JobResult::Endgame(report) => {
@@ -151,7 +180,11 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
             format!("recorded {games} positions{checks}")
         }
         JobResult::Wintable(_) => {
-            if record_in_cell(&mut tx, cell, pairs, None, &|target| format!("all {} games played; table fitted", 2 * target)).await? {
+            if record_in_cell(&mut tx, cell, pairs, None, &|target| {
+                format!("all {} games played; table fitted", 2 * target)
+            })
+            .await?
+            {
                 let sha = fit_wintable(&mut tx, experiment).await?;
                 format!("recorded {games} games; the experiment's table is artifact {sha}")
             } else {
@@ -166,10 +199,22 @@ pub async fn upload(State(st): State<AppState>, caller: Caller, Path(batch): Pat
 /// Store a batch's solved positions. A first solve queues the cross-checked ones for another
 /// worker; a check compares each exact value with the exact first solve, and a mismatch is
 /// flagged and queued to be solved once more by a worker that has not solved it yet.
-async fn record_endgames(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, batch: Uuid, b: &BatchRow, worker: Uuid, solved: &[shared::protocol::Solved]) -> Result<String> {
-    let (cell_index, Db(spec)): (i32, Db<ExperimentSpec>) =
-        sqlx::query_as("SELECT c.idx, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1").bind(b.cell_id).fetch_one(&mut **tx).await?;
-    let Some(eg) = &spec.endgame else { return Err(Error::unprocessable("result: an endgame result for a match experiment")) };
+async fn record_endgames(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    batch: Uuid,
+    b: &BatchRow,
+    worker: Uuid,
+    solved: &[shared::protocol::Solved],
+) -> Result<String> {
+    let (cell_index, Db(spec)): (i32, Db<ExperimentSpec>) = sqlx::query_as(
+        "SELECT c.idx, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1",
+    )
+    .bind(b.cell_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    let Some(eg) = &spec.endgame else {
+        return Err(Error::unprocessable("result: an endgame result for a match experiment"));
+    };
     let first_pass = cell_index == 0;
     let mut again = Vec::new();
     for s in solved {
@@ -182,7 +227,9 @@ async fn record_endgames(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, batch: 
                 .bind(s.index as i64)
                 .fetch_optional(&mut **tx)
                 .await?;
-            disagrees = first.is_some_and(|(skipped, exact, value)| skipped != s.skipped || (!skipped && exact && s.exact && value != s.value));
+            disagrees = first.is_some_and(|(skipped, exact, value)| {
+                skipped != s.skipped || (!skipped && exact && s.exact && value != s.value)
+            });
         }
         sqlx::query(
             "INSERT INTO endgame_solutions (experiment_id, idx, batch_id, worker_id, pass, cgp, skipped, value, exact, best, sequence, nodes, ms, disagrees)
@@ -215,7 +262,10 @@ async fn record_endgames(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, batch: 
     if again.is_empty() {
         return Ok(String::new());
     }
-    let (check_cell,): (Uuid,) = sqlx::query_as("SELECT id FROM cells WHERE experiment_id = $1 AND idx = 1").bind(b.experiment_id).fetch_one(&mut **tx).await?;
+    let (check_cell,): (Uuid,) = sqlx::query_as("SELECT id FROM cells WHERE experiment_id = $1 AND idx = 1")
+        .bind(b.experiment_id)
+        .fetch_one(&mut **tx)
+        .await?;
     let mut exclude = b.exclude_workers.clone().unwrap_or_default();
     exclude.push(worker);
     if !first_pass {
@@ -246,17 +296,28 @@ async fn record_endgames(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, batch: 
 /// Whether two workers' solves of a position agree (both found no position, or both reached
 /// the end with the same value): then it needs no more solves.
 async fn settled(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment: Uuid, index: u64) -> Result<bool> {
-    let solves: Vec<(Uuid, bool, bool, i32)> =
-        sqlx::query_as("SELECT worker_id, skipped, exact, value FROM endgame_solutions WHERE experiment_id = $1 AND idx = $2").bind(experiment).bind(index as i64).fetch_all(&mut **tx).await?;
-    let agree = |a: &(Uuid, bool, bool, i32), b: &(Uuid, bool, bool, i32)| a.0 != b.0 && a.1 == b.1 && (a.1 || (a.2 && b.2 && a.3 == b.3));
+    let solves: Vec<(Uuid, bool, bool, i32)> = sqlx::query_as(
+        "SELECT worker_id, skipped, exact, value FROM endgame_solutions WHERE experiment_id = $1 AND idx = $2",
+    )
+    .bind(experiment)
+    .bind(index as i64)
+    .fetch_all(&mut **tx)
+    .await?;
+    let agree = |a: &(Uuid, bool, bool, i32), b: &(Uuid, bool, bool, i32)| {
+        a.0 != b.0 && a.1 == b.1 && (a.1 || (a.2 && b.2 && a.3 == b.3))
+    };
     Ok(solves.iter().enumerate().any(|(i, a)| solves[i + 1..].iter().any(|b| agree(a, b))))
 }
 
 /// Sum every batch's counts of a wintable experiment, fit the table, and store it as a
 /// `winpct` artifact (not the default: a researcher makes it one with `coordinator artifact`).
 async fn fit_wintable(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment: Uuid) -> Result<String> {
-    let (Db(spec),): (Db<ExperimentSpec>,) = sqlx::query_as("SELECT spec FROM experiments WHERE id = $1").bind(experiment).fetch_one(&mut **tx).await?;
-    let results: Vec<(Db<JobResult>,)> = sqlx::query_as("SELECT result FROM batch_results WHERE experiment_id = $1").bind(experiment).fetch_all(&mut **tx).await?;
+    let (Db(spec),): (Db<ExperimentSpec>,) =
+        sqlx::query_as("SELECT spec FROM experiments WHERE id = $1").bind(experiment).fetch_one(&mut **tx).await?;
+    let results: Vec<(Db<JobResult>,)> = sqlx::query_as("SELECT result FROM batch_results WHERE experiment_id = $1")
+        .bind(experiment)
+        .fetch_all(&mut **tx)
+        .await?;
     let mut samples = WinSamples::new(&Distribution::english());
     for (Db(r),) in &results {
         if let JobResult::Wintable(w) = r {
@@ -280,7 +341,11 @@ async fn fit_wintable(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment
         .bind(&bytes)
         .execute(&mut **tx)
         .await?;
-    sqlx::query("UPDATE experiments SET output_sha256 = $2 WHERE id = $1").bind(experiment).bind(&sha).execute(&mut **tx).await?;
+    sqlx::query("UPDATE experiments SET output_sha256 = $2 WHERE id = $1")
+        .bind(experiment)
+        .bind(&sha)
+        .execute(&mut **tx)
+        .await?;
     tracing::info!(%experiment, %sha, positions = samples.positions(), "win-probability table fitted");
     Ok(sha)
 }
@@ -288,7 +353,13 @@ async fn fit_wintable(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment
 /// Add a batch's tally (none for endgames and wintables) to its cell, and finish or stop the
 /// cell when it is done (`finished` says why, from the target). True when the cell finished
 /// now.
-async fn record_in_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uuid, pairs: i64, t: Option<&MatchTally>, finished: &(dyn Fn(i64) -> String + Sync)) -> Result<bool> {
+async fn record_in_cell(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    cell: Uuid,
+    pairs: i64,
+    t: Option<&MatchTally>,
+    finished: &(dyn Fn(i64) -> String + Sync),
+) -> Result<bool> {
     let (experiment, Db(mut sum), status, done, target, Db(spec)): (Uuid, Db<MatchTally>, String, i64, i64, Db<ExperimentSpec>) = sqlx::query_as(
         "SELECT c.experiment_id, c.tally, c.status, c.done_pairs, c.target_pairs, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR NO KEY UPDATE OF c",
     )
@@ -317,11 +388,21 @@ async fn record_in_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uu
                 .bind(reason)
                 .execute(&mut **tx)
                 .await?;
-            sqlx::query("UPDATE batches SET state = 'cancelled', updated_at = now() WHERE cell_id = $1 AND state = 'queued'").bind(cell).execute(&mut **tx).await?;
+            sqlx::query(
+                "UPDATE batches SET state = 'cancelled', updated_at = now() WHERE cell_id = $1 AND state = 'queued'",
+            )
+            .bind(cell)
+            .execute(&mut **tx)
+            .await?;
             settle_experiment(tx, experiment).await?;
         }
         None => {
-            sqlx::query("UPDATE cells SET tally = $2, done_pairs = $3 WHERE id = $1").bind(cell).bind(Db(&sum)).bind(done).execute(&mut **tx).await?;
+            sqlx::query("UPDATE cells SET tally = $2, done_pairs = $3 WHERE id = $1")
+                .bind(cell)
+                .bind(Db(&sum))
+                .bind(done)
+                .execute(&mut **tx)
+                .await?;
         }
     }
     Ok(matches!(next_status, Some(("finished", _))))
@@ -371,7 +452,10 @@ pub async fn recompute(db: &sqlx::PgPool, experiment: Option<Uuid>) -> anyhow::R
         sqlx::query_as("SELECT id, tally, done_pairs FROM cells WHERE $1::uuid IS NULL OR experiment_id = $1 ORDER BY experiment_id, idx FOR UPDATE").bind(experiment).fetch_all(&mut *tx).await?;
     let mut fixed = Vec::new();
     for (cell, Db(stored), done) in &cells {
-        let results: Vec<(Db<JobResult>,)> = sqlx::query_as("SELECT result FROM batch_results WHERE cell_id = $1").bind(cell).fetch_all(&mut *tx).await?;
+        let results: Vec<(Db<JobResult>,)> = sqlx::query_as("SELECT result FROM batch_results WHERE cell_id = $1")
+            .bind(cell)
+            .fetch_all(&mut *tx)
+            .await?;
         let mut sum = MatchTally::default();
         let mut positions = 0;
         for (Db(r),) in &results {
@@ -383,7 +467,12 @@ pub async fn recompute(db: &sqlx::PgPool, experiment: Option<Uuid>) -> anyhow::R
         }
         let units = sum.pairs() as i64 + positions;
         if sum != *stored || units != *done {
-            sqlx::query("UPDATE cells SET tally = $2, done_pairs = $3 WHERE id = $1").bind(cell).bind(Db(&sum)).bind(units).execute(&mut *tx).await?;
+            sqlx::query("UPDATE cells SET tally = $2, done_pairs = $3 WHERE id = $1")
+                .bind(cell)
+                .bind(Db(&sum))
+                .bind(units)
+                .execute(&mut *tx)
+                .await?;
             fixed.push(*cell);
         }
     }

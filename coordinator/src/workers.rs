@@ -1,9 +1,9 @@
 //! The volunteers: who they are, when they were last seen, what they contributed.
 
-use crate::error::Result;
 use crate::AppState;
-use axum::extract::State;
+use crate::error::Result;
 use axum::Json;
+use axum::extract::State;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use uuid::Uuid;
@@ -33,18 +33,31 @@ pub async fn list(db: &sqlx::PgPool) -> Result<Vec<WorkerView>> {
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, name, threads, created_at, last_seen, seconds_since_seen, games, batches, games_per_sec, leased_batches)| WorkerView {
-            id,
-            name,
-            threads,
-            created_at,
-            last_seen,
-            seconds_since_seen,
-            games,
-            batches,
-            games_per_sec,
-            leased_batches,
-        })
+        .map(
+            |(
+                id,
+                name,
+                threads,
+                created_at,
+                last_seen,
+                seconds_since_seen,
+                games,
+                batches,
+                games_per_sec,
+                leased_batches,
+            )| WorkerView {
+                id,
+                name,
+                threads,
+                created_at,
+                last_seen,
+                seconds_since_seen,
+                games,
+                batches,
+                games_per_sec,
+                leased_batches,
+            },
+        )
         .collect())
 }
 

@@ -80,11 +80,13 @@ mod tests {
 
     #[test]
     fn finds_every_anagram_and_only_long_words() {
-        let kwg = Kwg::build(&[w("RETAINS"), w("NASTIER"), w("STAINER"), w("RETAIN"), w("ANESTRI"), w("STEARINE")]).unwrap();
+        let kwg =
+            Kwg::build(&[w("RETAINS"), w("NASTIER"), w("STAINER"), w("RETAIN"), w("ANESTRI"), w("STEARINE")]).unwrap();
         let a = Anagrams::new(&kwg);
         let mut letters = w("AEINRST");
         letters.sort_unstable();
-        let found: Vec<Vec<u8>> = a.of_sorted(&letters).map(|i| a.word(i).iter().copied().take_while(|&t| t != 0).collect()).collect();
+        let found: Vec<Vec<u8>> =
+            a.of_sorted(&letters).map(|i| a.word(i).iter().copied().take_while(|&t| t != 0).collect()).collect();
         assert_eq!(found, vec![w("ANESTRI"), w("NASTIER"), w("RETAINS"), w("STAINER")]);
         let mut six = w("AEINRT");
         six.sort_unstable();

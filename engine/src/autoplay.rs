@@ -4,7 +4,7 @@
 use crate::bots::Player;
 use crate::game::Game;
 use crate::movegen::{Ctx, Generator};
-use crate::rng::{derive, Rng};
+use crate::rng::{Rng, derive};
 
 /// One finished game and who sat where.
 #[derive(Clone, Debug)]
@@ -48,7 +48,14 @@ pub fn play_game(ctx: Ctx, seated: [&mut dyn Player; 2], deal_seed: u64, mg: &mu
 }
 
 /// Play leg `leg` (0: bot 0 first, 1: bot 1 first) of pair `pair`'s deal.
-pub fn play_leg(ctx: Ctx, bots: &mut [Box<dyn Player>; 2], seed: u64, pair: u64, leg: usize, mg: &mut Generator) -> GameRecord {
+pub fn play_leg(
+    ctx: Ctx,
+    bots: &mut [Box<dyn Player>; 2],
+    seed: u64,
+    pair: u64,
+    leg: usize,
+    mg: &mut Generator,
+) -> GameRecord {
     let deal = deal_seed(seed, pair);
     let [b0, b1] = bots;
     let ((game, micros), seat_bot) = if leg == 0 {
@@ -79,13 +86,26 @@ impl Outcome {
     /// 1 for a win of bot `b`, 0.5 for a draw, 0 for a loss.
     pub fn result_of(&self, b: usize) -> f64 {
         let (me, them) = (self.score_of(b), self.score_of(1 - b));
-        if me > them { 1.0 } else if me == them { 0.5 } else { 0.0 }
+        if me > them {
+            1.0
+        } else if me == them {
+            0.5
+        } else {
+            0.0
+        }
     }
 }
 
 impl GameRecord {
     pub fn outcome(&self) -> Outcome {
-        let mut o = Outcome { id: self.id, seat_bot: self.seat_bot, scores: self.game.scores, bingos: [0; 2], turns: [0; 2], micros: self.micros };
+        let mut o = Outcome {
+            id: self.id,
+            seat_bot: self.seat_bot,
+            scores: self.game.scores,
+            bingos: [0; 2],
+            turns: [0; 2],
+            micros: self.micros,
+        };
         for t in &self.game.history {
             o.turns[t.player] += 1;
             if t.mv.kind == crate::moves::Kind::Place && t.mv.tiles_used() == crate::movegen::RACK_SIZE {

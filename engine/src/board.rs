@@ -8,9 +8,9 @@
 use crate::error::{DataError, Located};
 use crate::lexicon::Kwg;
 use crate::rng::mix;
+use crate::tiles::{Distribution, letter_of};
 use rustc_hash::FxHashMap;
 use std::hash::Hasher;
-use crate::tiles::{letter_of, Distribution};
 use std::path::Path;
 
 pub const DIM: usize = 15;
@@ -167,7 +167,15 @@ impl Board {
     }
 
     /// `place`, taking cross-sets from `cross` (e.g. a [`CrossMemo`]).
-    pub fn place_with(&mut self, dir: Dir, lane: usize, start: usize, tiles: &[u8], cross: &mut impl CrossSets, dist: &Distribution) -> u32 {
+    pub fn place_with(
+        &mut self,
+        dir: Dir,
+        lane: usize,
+        start: usize,
+        tiles: &[u8],
+        cross: &mut impl CrossSets,
+        dist: &Distribution,
+    ) -> u32 {
         let other = 1 - dir;
         let mut touched = lane_bit(dir, lane);
         for (k, &t) in tiles.iter().enumerate() {
@@ -191,7 +199,14 @@ impl Board {
 
     /// Recompute the squares just before and after the run of tiles through `pos` in
     /// (`dir`, `lane`); the lanes (along `1 - dir`) those squares lie in.
-    fn recompute_run_ends(&mut self, dir: Dir, lane: usize, pos: usize, cross: &mut impl CrossSets, dist: &Distribution) -> u32 {
+    fn recompute_run_ends(
+        &mut self,
+        dir: Dir,
+        lane: usize,
+        pos: usize,
+        cross: &mut impl CrossSets,
+        dist: &Distribution,
+    ) -> u32 {
         let tiles = &self.tiles[dir][lane * DIM..lane * DIM + DIM];
         let mut lo = pos;
         while lo > 0 && tiles[lo - 1] != 0 {
@@ -336,7 +351,10 @@ impl<'k> CrossMemo<'k> {
 impl CrossSets for CrossMemo<'_> {
     fn cross_set(&mut self, prefix: &[u8], suffix: &[u8]) -> u64 {
         // Both lengths, then six bits a letter: at most 14 letters beside a square.
-        let key = prefix.iter().chain(suffix).fold((prefix.len() as u128) << 4 | suffix.len() as u128, |k, &t| k << 6 | letter_of(t) as u128);
+        let key = prefix
+            .iter()
+            .chain(suffix)
+            .fold((prefix.len() as u128) << 4 | suffix.len() as u128, |k, &t| k << 6 | letter_of(t) as u128);
         if let Some(&set) = self.sets.get(&key) {
             return set;
         }

@@ -2,6 +2,7 @@
 //! string (`greedy`, `static`, `softmax:t=1.0,bag=60`, `sim:k=15,plies=2,iterations=300`) so
 //! that experiments can name them.
 
+use crate::endgame::{Options, Solver, peg};
 use crate::game::Game;
 use crate::leaves::{Klv, RackLeaves};
 use crate::movegen::{Ctx, Generator, Mode, Request};
@@ -9,7 +10,6 @@ use crate::moves::Move;
 use crate::rng::Rng;
 use crate::sim::{SimConfig, Simulator, StopLevel};
 use crate::winpct::WinTable;
-use crate::endgame::{peg, Options, Solver};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,7 +58,8 @@ impl BotSpec {
             let (k, v) = p.split_once('=').ok_or_else(|| format!("bot `{s}`: parameter `{p}` is not `key=value`"))?;
             if k.trim() == "endgame" {
                 let ms = v.trim().parse::<u64>().ok().filter(|n| (1..=3_600_000).contains(n));
-                endgame = Some(ms.ok_or_else(|| format!("bot `{s}`: endgame must be 1 to 3600000 milliseconds per move"))?);
+                endgame =
+                    Some(ms.ok_or_else(|| format!("bot `{s}`: endgame must be 1 to 3600000 milliseconds per move"))?);
                 continue;
             }
             kv.push((k.trim(), v.trim()));
@@ -81,7 +82,13 @@ impl BotSpec {
                 let (mut t, mut bag) = (1.0, 60);
                 for (k, v) in kv {
                     match k {
-                        "t" => t = v.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0).ok_or_else(|| format!("bot `{s}`: t must be a number >= 0"))?,
+                        "t" => {
+                            t = v
+                                .parse::<f64>()
+                                .ok()
+                                .filter(|t| t.is_finite() && *t >= 0.0)
+                                .ok_or_else(|| format!("bot `{s}`: t must be a number >= 0"))?
+                        }
                         "bag" => bag = v.parse().map_err(|_| format!("bot `{s}`: bag must be a tile count"))?,
                         k => return unknown(k),
                     }
@@ -90,20 +97,40 @@ impl BotSpec {
             }
             "sim" => {
                 let (mut k, mut plies, mut iterations, mut stop, mut ms) = (15, 2, 300, None, None);
-                let num = |v: &str, what: &str, max: u64| v.parse::<u64>().ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| format!("bot `{s}`: {what} must be 1 to {max}"));
+                let num = |v: &str, what: &str, max: u64| {
+                    v.parse::<u64>()
+                        .ok()
+                        .filter(|n| (1..=max).contains(n))
+                        .ok_or_else(|| format!("bot `{s}`: {what} must be 1 to {max}"))
+                };
                 for (key, v) in kv {
                     match key {
                         "k" => k = num(v, "k", 100)? as usize,
-                        "plies" => plies = v.parse().ok().filter(|p| *p <= 20).ok_or_else(|| format!("bot `{s}`: plies must be 0 to 20"))?,
+                        "plies" => {
+                            plies = v
+                                .parse()
+                                .ok()
+                                .filter(|p| *p <= 20)
+                                .ok_or_else(|| format!("bot `{s}`: plies must be 0 to 20"))?
+                        }
                         "iterations" => iterations = num(v, "iterations", 1_000_000)?,
-                        "stop" => stop = Some(v.parse().ok().filter(|l| matches!(l, 95 | 98 | 99)).ok_or_else(|| format!("bot `{s}`: stop must be 95, 98 or 99"))?),
+                        "stop" => {
+                            stop = Some(
+                                v.parse()
+                                    .ok()
+                                    .filter(|l| matches!(l, 95 | 98 | 99))
+                                    .ok_or_else(|| format!("bot `{s}`: stop must be 95, 98 or 99"))?,
+                            )
+                        }
                         "ms" => ms = Some(num(v, "ms", 3_600_000)?),
                         k => return unknown(k),
                     }
                 }
                 Ok(BotSpec::Sim { k, plies, iterations, stop, ms })
             }
-            _ => Err(format!("unknown bot `{name}` (known: greedy, static, softmax:t=T,bag=N, sim:k=K,plies=P,iterations=N,stop=99,ms=M; static and sim also take endgame=MS)")),
+            _ => Err(format!(
+                "unknown bot `{name}` (known: greedy, static, softmax:t=T,bag=N, sim:k=K,plies=P,iterations=N,stop=99,ms=M; static and sim also take endgame=MS)"
+            )),
         }
     }
 
@@ -123,13 +150,18 @@ impl BotSpec {
 
     /// The bot, with the data it uses. A simulating bot without a win-probability table is an
     /// error.
-    pub fn build(&self, leaves: Option<Arc<Klv>>, table: Option<Arc<WinTable>>) -> Result<Box<dyn Player>, crate::DataError> {
+    pub fn build(
+        &self,
+        leaves: Option<Arc<Klv>>,
+        table: Option<Arc<WinTable>>,
+    ) -> Result<Box<dyn Player>, crate::DataError> {
         Ok(match *self {
             BotSpec::Greedy => Box::new(Greedy),
             BotSpec::Static => Box::new(StaticBot { leaves }),
             BotSpec::Softmax { t, bag } => Box::new(Softmax { eval: StaticBot { leaves }, t, bag }),
             BotSpec::Sim { k, plies, iterations, stop, ms } => {
-                let table = table.ok_or_else(|| crate::DataError::new("bot", format!("`{self}` needs a win-probability table")))?;
+                let table = table
+                    .ok_or_else(|| crate::DataError::new("bot", format!("`{self}` needs a win-probability table")))?;
                 let stop = stop.map(|l| StopLevel::parse(&l.to_string()).expect("parsed as 95, 98 or 99"));
                 Box::new(SimBot { eval: StaticBot { leaves }, table, k, plies, iterations, stop, ms })
             }
@@ -209,7 +241,10 @@ impl StaticBot {
         let rack = &game.racks[game.on_turn];
         if game.bag.is_empty() {
             let opp = Game::rack_value(ctx.dist, &game.racks[1 - game.on_turn]);
-            RackLeaves::new(rack, |kept| if kept.is_empty() { 2000 * opp } else { -2000 * Game::rack_value(ctx.dist, kept) })
+            RackLeaves::new(
+                rack,
+                |kept| if kept.is_empty() { 2000 * opp } else { -2000 * Game::rack_value(ctx.dist, kept) },
+            )
         } else {
             match self.leaves.as_deref() {
                 Some(klv) => RackLeaves::from_klv(rack, klv),
@@ -315,20 +350,24 @@ impl Player for EndgamePlayer {
         if game.bag.is_empty() {
             let opts = Options { time_limit: Some(self.limit), ..Options::default() };
             if let Ok(sol) = self.solver.solve(ctx, game, &opts, &|_| {})
-                && let Some(&mv) = sol.pv.first() {
-                    return mv;
-                }
+                && let Some(&mv) = sol.pv.first()
+            {
+                return mv;
+            }
         }
         if let Some(k) = self.peg
-            && game.bag.len() == 1 {
-                let moves: Vec<Move> = self.eval.best(ctx, game, mg, k).to_vec();
-                let solves = (moves.len() * peg::unseen(game).len()).max(1) as u32;
-                let opts = Options { time_limit: Some((self.limit / solves).max(Duration::from_millis(1))), ..Options::default() };
-                if let Ok(ranked) = peg::rank(&self.solver, ctx, game, &moves, &opts, &|| {})
-                    && let Some(best) = ranked.first() {
-                        return best.mv;
-                    }
+            && game.bag.len() == 1
+        {
+            let moves: Vec<Move> = self.eval.best(ctx, game, mg, k).to_vec();
+            let solves = (moves.len() * peg::unseen(game).len()).max(1) as u32;
+            let opts =
+                Options { time_limit: Some((self.limit / solves).max(Duration::from_millis(1))), ..Options::default() };
+            if let Ok(ranked) = peg::rank(&self.solver, ctx, game, &moves, &opts, &|| {})
+                && let Some(best) = ranked.first()
+            {
+                return best.mv;
             }
+        }
         self.inner.choose(ctx, game, mg, rng)
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::board::{Board, DIM};
 use crate::error::DataError;
-use crate::game::{board_counts, Bag, Game};
+use crate::game::{Bag, Game, board_counts};
 use crate::lexicon::Kwg;
 use crate::tiles::Distribution;
 
@@ -54,7 +54,9 @@ impl Position {
                     }
                     col += n;
                 } else {
-                    let t = dist.board_tile(c).ok_or_else(|| err(&format!("row {}", r + 1), format!("`{c}` is not a tile")))?;
+                    let t = dist
+                        .board_tile(c)
+                        .ok_or_else(|| err(&format!("row {}", r + 1), format!("`{c}` is not a tile")))?;
                     if col < DIM {
                         board.set(r, col, t);
                     }
@@ -82,7 +84,8 @@ impl Position {
         let (s0, s1) = scores.split_once('/').ok_or_else(|| err("scores", format!("`{scores}`: expected `N/N`")))?;
         let score = |s: &str| s.parse::<i32>().map_err(|_| err("scores", format!("`{s}` is not a number")));
         let scores = [score(s0)?, score(s1)?];
-        let scoreless = zeros.parse::<u8>().map_err(|_| err("scoreless turns", format!("`{zeros}` is not a number")))?;
+        let scoreless =
+            zeros.parse::<u8>().map_err(|_| err("scoreless turns", format!("`{zeros}` is not a number")))?;
 
         let mut ops = Vec::new();
         for op in rest.split(';').map(str::trim).filter(|s| !s.is_empty()) {
@@ -103,7 +106,15 @@ impl Position {
         }
         for t in 0..dist.size() as u8 {
             if used[t as usize] > dist.count(t) {
-                return Err(err("tiles", format!("{} `{}` on board and racks, but the distribution has {}", used[t as usize], dist.rack_char(t), dist.count(t))));
+                return Err(err(
+                    "tiles",
+                    format!(
+                        "{} `{}` on board and racks, but the distribution has {}",
+                        used[t as usize],
+                        dist.rack_char(t),
+                        dist.count(t)
+                    ),
+                ));
             }
         }
         Ok(())
@@ -115,7 +126,9 @@ impl Position {
         for &t in self.racks.iter().flatten() {
             used[t as usize] += 1;
         }
-        (0..dist.size() as u8).flat_map(|t| std::iter::repeat_n(t, (dist.count(t) - used[t as usize]) as usize)).collect()
+        (0..dist.size() as u8)
+            .flat_map(|t| std::iter::repeat_n(t, (dist.count(t) - used[t as usize]) as usize))
+            .collect()
     }
 
     /// A game at this position with the player on turn as player 0; the bag's order comes

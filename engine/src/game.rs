@@ -6,10 +6,10 @@
 
 use crate::board::Board;
 use crate::leaves::RackLeaves;
-use crate::movegen::{Ctx, Generator, Mode, Request, RACK_SIZE};
+use crate::movegen::{Ctx, Generator, Mode, RACK_SIZE, Request};
 use crate::moves::{Kind, Move};
 use crate::rng::Rng;
-use crate::tiles::{letter_of, Distribution, TileCounts, BLANK, BLANK_BIT};
+use crate::tiles::{BLANK, BLANK_BIT, Distribution, TileCounts, letter_of};
 use thiserror::Error;
 
 pub const MIN_BAG_TO_EXCHANGE: usize = 7;
@@ -26,7 +26,8 @@ pub struct Bag {
 impl Bag {
     /// A full bag for `dist`, shuffled from `seed`.
     pub fn full(dist: &Distribution, seed: u64) -> Self {
-        let tiles: Vec<u8> = (0..dist.size() as u8).flat_map(|t| std::iter::repeat_n(t, dist.count(t) as usize)).collect();
+        let tiles: Vec<u8> =
+            (0..dist.size() as u8).flat_map(|t| std::iter::repeat_n(t, dist.count(t) as usize)).collect();
         Self::from_tiles(tiles, seed)
     }
     /// A bag of the given tiles, shuffled from `seed`.
@@ -126,7 +127,17 @@ impl Game {
         let mut racks = [Vec::with_capacity(RACK_SIZE), Vec::with_capacity(RACK_SIZE)];
         bag.refill(&mut racks[0]);
         bag.refill(&mut racks[1]);
-        Self { board: Board::new(), racks, scores: [0; 2], bag, on_turn: 0, scoreless: 0, end: None, history: Vec::new(), adjustments: Vec::new() }
+        Self {
+            board: Board::new(),
+            racks,
+            scores: [0; 2],
+            bag,
+            on_turn: 0,
+            scoreless: 0,
+            end: None,
+            history: Vec::new(),
+            adjustments: Vec::new(),
+        }
     }
 
     pub fn is_over(&self) -> bool {
@@ -157,9 +168,25 @@ impl Game {
             Kind::Exchange => Ok(()),
             Kind::Place => {
                 let leaves = RackLeaves::new(&self.racks[self.on_turn], |_| 0);
-                let req = Request { board: &self.board, rack: &self.racks[self.on_turn], leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
-                let same = |m: &Move| m.kind == Kind::Place && m.dir == mv.dir && m.lane == mv.lane && m.start == mv.start && m.tiles() == mv.tiles();
-                if mg.generate(ctx, &req, Mode::All).iter().any(same) { Ok(()) } else { Err(MoveError::IllegalPlacement) }
+                let req = Request {
+                    board: &self.board,
+                    rack: &self.racks[self.on_turn],
+                    leaves: &leaves,
+                    can_exchange: false,
+                    opening_vowel_penalty: 0,
+                };
+                let same = |m: &Move| {
+                    m.kind == Kind::Place
+                        && m.dir == mv.dir
+                        && m.lane == mv.lane
+                        && m.start == mv.start
+                        && m.tiles() == mv.tiles()
+                };
+                if mg.generate(ctx, &req, Mode::All).iter().any(same) {
+                    Ok(())
+                } else {
+                    Err(MoveError::IllegalPlacement)
+                }
             }
         }
     }

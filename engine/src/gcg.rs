@@ -2,13 +2,13 @@
 //! that replays a game move by move, checking every move's legality and score.
 
 use crate::autoplay::GameRecord;
-use crate::board::{Board, ACROSS, DIM};
+use crate::board::{ACROSS, Board, DIM};
 use crate::error::DataError;
 use crate::game::Game;
 use crate::leaves::RackLeaves;
 use crate::movegen::{Ctx, Generator, Mode, Request};
-use crate::moves::{parse_coord, Kind, Move};
-use crate::tiles::{letter_of, Distribution};
+use crate::moves::{Kind, Move, parse_coord};
+use crate::tiles::{Distribution, letter_of};
 use std::fmt::Write;
 
 /// GCG text of a game; `names[s]` names seat `s` (nicknames `p1`, `p2`).
@@ -19,7 +19,15 @@ pub fn write_gcg(game: &Game, names: [&str; 2], dist: &Distribution) -> String {
         let _ = writeln!(s, "#player{} {} {}", p + 1, nick[p], names[p]);
     }
     for t in &game.history {
-        let _ = writeln!(s, ">{}: {} {} {:+} {}", nick[t.player], dist.rack_string(&t.rack), gcg_move(&t.mv, dist), t.score, t.total);
+        let _ = writeln!(
+            s,
+            ">{}: {} {} {:+} {}",
+            nick[t.player],
+            dist.rack_string(&t.rack),
+            gcg_move(&t.mv, dist),
+            t.score,
+            t.total
+        );
     }
     for a in &game.adjustments {
         let rack = dist.rack_string(&a.rack);
@@ -99,7 +107,9 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
         let line = raw.trim_end();
         if let Some(rest) = line.strip_prefix("#player") {
             let mut f = rest.split_whitespace();
-            let (Some(_), Some(nick)) = (f.next(), f.next()) else { return Err(at("`#player` needs a number and a nickname".into())) };
+            let (Some(_), Some(nick)) = (f.next(), f.next()) else {
+                return Err(at("`#player` needs a number and a nickname".into()));
+            };
             nicks.push(nick.to_string());
             continue;
         }
@@ -140,7 +150,10 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
                 let tiles = dist.parse_rack(&x[1..]).map_err(&at)?;
                 let mut left = rack.clone();
                 for t in &tiles {
-                    let k = left.iter().position(|u| u == t).ok_or_else(|| at(format!("exchanged `{}` not on the rack", dist.rack_char(*t))))?;
+                    let k = left
+                        .iter()
+                        .position(|u| u == t)
+                        .ok_or_else(|| at(format!("exchanged `{}` not on the rack", dist.rack_char(*t))))?;
                     left.swap_remove(k);
                 }
                 Move::exchange(&tiles)
@@ -148,9 +161,17 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
             [coord, word] => {
                 let wanted = parse_placement(coord, word, &board, dist).map_err(&at)?;
                 let all = mg.generate(ctx, &req, Mode::All);
-                let one_tile = |m: &Move| m.tiles_used() == 1 && wanted.tiles_used() == 1 && placed_squares(m) == placed_squares(&wanted);
+                let one_tile = |m: &Move| {
+                    m.tiles_used() == 1 && wanted.tiles_used() == 1 && placed_squares(m) == placed_squares(&wanted)
+                };
                 *all.iter()
-                    .find(|m| m.kind == Kind::Place && m.dir == wanted.dir && m.lane == wanted.lane && m.start == wanted.start && m.tiles() == wanted.tiles())
+                    .find(|m| {
+                        m.kind == Kind::Place
+                            && m.dir == wanted.dir
+                            && m.lane == wanted.lane
+                            && m.start == wanted.start
+                            && m.tiles() == wanted.tiles()
+                    })
                     .or_else(|| all.iter().find(|m| one_tile(m)))
                     .ok_or_else(|| at(format!("`{coord} {word}` is not a legal play with rack {}", f[0])))?
             }
@@ -170,7 +191,10 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
     }
     let used = crate::game::board_counts(&board);
     if let Some(t) = (0..dist.size() as u8).find(|&t| used[t as usize] > dist.count(t)) {
-        return Err(DataError::new(source, format!("more `{}` on the board than the distribution holds", dist.rack_char(t))));
+        return Err(DataError::new(
+            source,
+            format!("more `{}` on the board than the distribution holds", dist.rack_char(t)),
+        ));
     }
     Ok(Replay { board, scores, moves })
 }
@@ -195,7 +219,8 @@ pub fn parse_placement(coord: &str, word: &str, board: &Board, dist: &Distributi
     if n < 2 || start + n > DIM {
         return Err(format!("`{word}` does not fit at {coord}"));
     }
-    let mut m = Move { kind: Kind::Place, dir: dir as u8, lane: lane as u8, start: start as u8, len: n as u8, ..Move::PASS };
+    let mut m =
+        Move { kind: Kind::Place, dir: dir as u8, lane: lane as u8, start: start as u8, len: n as u8, ..Move::PASS };
     for (k, c) in word.chars().enumerate() {
         let (r, cc) = if dir == ACROSS { (row, col + k) } else { (row + k, col) };
         let on = board.at(r, cc);

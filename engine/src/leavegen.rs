@@ -58,9 +58,11 @@ impl Features {
         let base = 1 + self.tiles * COPIES;
         out.push(base + vowels * (MAX_LEAVE + 1) + leave.len().min(MAX_LEAVE));
         if let (Some(q), Some(u)) = (self.q, self.u)
-            && leave.contains(&q) && !leave.contains(&u) {
-                out.push(base + (MAX_LEAVE + 1) * (MAX_LEAVE + 1));
-            }
+            && leave.contains(&q)
+            && !leave.contains(&u)
+        {
+            out.push(base + (MAX_LEAVE + 1) * (MAX_LEAVE + 1));
+        }
         for (i, &a) in leave.iter().enumerate() {
             for &b in &leave[i + 1..] {
                 if a != b && (i == 0 || leave[i - 1] != a) {

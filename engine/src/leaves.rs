@@ -21,14 +21,20 @@ impl Klv {
         let err = |m: &str| DataError::new(source, m.to_string());
         let word = |at: usize| -> Option<u32> { Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?)) };
         let n = word(0).ok_or_else(|| err("truncated: no node count"))? as usize;
-        let nodes_end = n.checked_mul(4).and_then(|b| b.checked_add(4)).filter(|&e| e <= bytes.len()).ok_or_else(|| err("truncated: fewer nodes than the node count says"))?;
+        let nodes_end = n
+            .checked_mul(4)
+            .and_then(|b| b.checked_add(4))
+            .filter(|&e| e <= bytes.len())
+            .ok_or_else(|| err("truncated: fewer nodes than the node count says"))?;
         let kwg = Kwg::from_bytes(&bytes[4..nodes_end], source)?;
         let v = word(nodes_end).ok_or_else(|| err("truncated: no value count"))? as usize;
-        let values_end = v.checked_mul(4).and_then(|b| b.checked_add(nodes_end + 4)).ok_or_else(|| err("value count overflows"))?;
+        let values_end =
+            v.checked_mul(4).and_then(|b| b.checked_add(nodes_end + 4)).ok_or_else(|| err("value count overflows"))?;
         if values_end != bytes.len() {
             return Err(err(&format!("value count {v} does not match the file size (truncated or trailing bytes)")));
         }
-        let values: Vec<f32> = bytes[nodes_end + 4..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let values: Vec<f32> =
+            bytes[nodes_end + 4..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return Err(err(&format!("value {i} is not a finite number")));
         }

@@ -145,7 +145,10 @@ impl Kwg {
     /// Read a `.kwg` file (little-endian `u32` nodes).
     pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Self, DataError> {
         if !bytes.len().is_multiple_of(4) {
-            return Err(DataError::new(source, format!("size {} is not a multiple of 4 bytes: truncated or not a KWG", bytes.len())));
+            return Err(DataError::new(
+                source,
+                format!("size {} is not a multiple of 4 bytes: truncated or not a KWG", bytes.len()),
+            ));
         }
         let nodes: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         Self::from_nodes(nodes, source)
@@ -162,15 +165,22 @@ impl Kwg {
         let len = nodes.len() as u32;
         for (i, &n) in nodes.iter().enumerate() {
             if n & ARC_MASK >= len {
-                return Err(DataError::new(source, format!("node {i} points past the end ({} >= {len}): corrupt or truncated", n & ARC_MASK)));
+                return Err(DataError::new(
+                    source,
+                    format!("node {i} points past the end ({} >= {len}): corrupt or truncated", n & ARC_MASK),
+                ));
             }
         }
         if nodes[nodes.len() - 1] & IS_END == 0 {
             return Err(DataError::new(source, "last sibling list is unterminated: corrupt or truncated"));
         }
         // The move generator finds children by counting lower tiles: siblings must be sorted.
-        if let Some(i) = (0..nodes.len() - 1).find(|&i| nodes[i] & IS_END == 0 && nodes[i + 1] >> 24 <= nodes[i] >> 24) {
-            return Err(DataError::new(source, format!("siblings at node {i} are not in increasing tile order: corrupt")));
+        if let Some(i) = (0..nodes.len() - 1).find(|&i| nodes[i] & IS_END == 0 && nodes[i + 1] >> 24 <= nodes[i] >> 24)
+        {
+            return Err(DataError::new(
+                source,
+                format!("siblings at node {i} are not in increasing tile order: corrupt"),
+            ));
         }
         let mut letters = vec![0u64; nodes.len()];
         for i in (0..nodes.len()).rev() {
@@ -195,7 +205,15 @@ impl Kwg {
     pub fn check_alphabet(&self, dist: &Distribution, source: &str) -> Result<(), DataError> {
         let max = dist.size() as u8;
         match self.nodes.iter().skip(2).position(|&n| (n >> 24) as u8 >= max) {
-            Some(i) => Err(DataError::new(source, format!("node {} holds tile {} outside the {}-letter distribution", i + 2, self.nodes[i + 2] >> 24, max - 1))),
+            Some(i) => Err(DataError::new(
+                source,
+                format!(
+                    "node {} holds tile {} outside the {}-letter distribution",
+                    i + 2,
+                    self.nodes[i + 2] >> 24,
+                    max - 1
+                ),
+            )),
             None => Ok(()),
         }
     }
@@ -361,10 +379,14 @@ pub fn parse_word_list(text: &str, dist: &Distribution, source: &str) -> Result<
         let word = line.split_whitespace().next().unwrap_or("");
         let tiles: Vec<u8> = word
             .chars()
-            .map(|c| dist.letter(c).ok_or_else(|| at.err(format!("`{c}` in `{word}` is not a letter of the distribution"))))
+            .map(|c| {
+                dist.letter(c).ok_or_else(|| at.err(format!("`{c}` in `{word}` is not a letter of the distribution")))
+            })
             .collect::<Result<_, _>>()?;
         if tiles.len() > MAX_WORD_LEN {
-            return Err(at.err(format!("`{word}` has {} letters; at most {MAX_WORD_LEN} fit on the board", tiles.len())));
+            return Err(
+                at.err(format!("`{word}` has {} letters; at most {MAX_WORD_LEN} fit on the board", tiles.len()))
+            );
         }
         words.push(tiles);
     }
@@ -383,7 +405,8 @@ pub fn load_lexicon(path: &Path, dist: &Distribution) -> Result<Kwg, DataError> 
     let kwg = if is_kwg {
         Kwg::from_bytes(&bytes, &source)?
     } else {
-        let text = String::from_utf8(bytes).map_err(|_| DataError::new(&source, "not UTF-8 text (a binary graph should be named *.kwg)"))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| DataError::new(&source, "not UTF-8 text (a binary graph should be named *.kwg)"))?;
         Kwg::build(&parse_word_list(&text, dist, &source)?)?
     };
     kwg.check_alphabet(dist, &source)?;

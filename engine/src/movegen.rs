@@ -12,11 +12,11 @@
 //! letters, otherwise down.
 
 use crate::anagrams::Word;
-use crate::board::{idx, Board, Layout, ACROSS, DIM, DOWN, SQUARES};
+use crate::board::{ACROSS, Board, DIM, DOWN, Layout, SQUARES, idx};
 use crate::leaves::RackLeaves;
 use crate::lexicon::{Kwg, SEPARATOR};
-use crate::moves::{rank, Kind, Move};
-use crate::tiles::{letter_of, Distribution, BLANK_BIT};
+use crate::moves::{Kind, Move, rank};
+use crate::tiles::{BLANK_BIT, Distribution, letter_of};
 
 pub const BINGO_BONUS: i32 = 50;
 pub const RACK_SIZE: usize = 7;
@@ -195,7 +195,8 @@ impl Generator {
         self.rack_letters = req.rack.iter().filter(|&&t| t != 0).fold(0, |m, &t| m | 1 << t);
         if self.scores_of != ctx.dist.scores() {
             for t in 0..256 {
-                self.scores[t] = if (t as u8 & !BLANK_BIT) < ctx.dist.size() as u8 { ctx.dist.score(t as u8) } else { 0 };
+                self.scores[t] =
+                    if (t as u8 & !BLANK_BIT) < ctx.dist.size() as u8 { ctx.dist.score(t as u8) } else { 0 };
             }
             self.scores_of = ctx.dist.scores().to_vec();
         }
@@ -219,7 +220,9 @@ impl Generator {
                 let (row, col) = (sq / DIM, sq % DIM);
                 *beside = [(0i32, 1i32), (0, -1), (1, 0), (-1, 0)].iter().any(|&(dr, dc)| {
                     let (r, c) = (row as i32 + dr, col as i32 + dc);
-                    (0..DIM as i32).contains(&r) && (0..DIM as i32).contains(&c) && ctx.layout.is_letter_premium(r as usize, c as usize)
+                    (0..DIM as i32).contains(&r)
+                        && (0..DIM as i32).contains(&c)
+                        && ctx.layout.is_letter_premium(r as usize, c as usize)
                 });
             }
         }
@@ -254,8 +257,16 @@ impl Generator {
                 let mut left_limit = 0;
                 for a in 0..DIM {
                     if self.lane.anchor[a] {
-                        let (keep, spend) = if self.best_n.is_some() { self.bound(&caps, a, left_limit) } else { (0, 0) };
-                        self.anchors.push((keep.max(spend), spend, dir as u8, lane_no as u8, a as u8, left_limit as u8));
+                        let (keep, spend) =
+                            if self.best_n.is_some() { self.bound(&caps, a, left_limit) } else { (0, 0) };
+                        self.anchors.push((
+                            keep.max(spend),
+                            spend,
+                            dir as u8,
+                            lane_no as u8,
+                            a as u8,
+                            left_limit as u8,
+                        ));
                         left_limit = a + 1;
                     }
                 }
@@ -441,7 +452,8 @@ impl Generator {
                 while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
                     hi += 1;
                 }
-                let existing: i32 = (lo..=hi).filter(|&q| l.tiles[q] != 0).map(|q| self.scores[l.tiles[q] as usize]).sum();
+                let existing: i32 =
+                    (lo..=hi).filter(|&q| l.tiles[q] != 0).map(|q| self.scores[l.tiles[q] as usize]).sum();
                 let fixed = existing * w + perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
                 let mut coef = [0i32; 7];
                 for i in 0..k {
@@ -454,7 +466,11 @@ impl Generator {
             }
         }
         let with = |leaves: &[i32; 8]| {
-            (1..8).filter(|&k| best[k] > i32::MIN && leaves[k] > i32::MIN).map(|k| best[k] * 1000 + leaves[k]).max().unwrap_or(i32::MIN)
+            (1..8)
+                .filter(|&k| best[k] > i32::MIN && leaves[k] > i32::MIN)
+                .map(|k| best[k] * 1000 + leaves[k])
+                .max()
+                .unwrap_or(i32::MIN)
         };
         (with(&self.leave_keep), with(&self.leave_use))
     }
@@ -538,10 +554,12 @@ impl Generator {
             if pos > self.left_limit {
                 self.extend(kwg, pos - 1, list, true, acc);
             }
-            if left_open && self.anchor + 1 < DIM
-                && let Some(sep) = kwg.child(list, SEPARATOR) {
-                    self.extend(kwg, self.anchor + 1, kwg.arc(sep), false, acc);
-                }
+            if left_open
+                && self.anchor + 1 < DIM
+                && let Some(sep) = kwg.child(list, SEPARATOR)
+            {
+                self.extend(kwg, self.anchor + 1, kwg.arc(sep), false, acc);
+            }
         } else {
             if kwg.accepts(n) && (pos + 1 == DIM || tiles[pos + 1] == 0) {
                 self.record(acc.start as usize, pos, acc);
@@ -573,9 +591,11 @@ impl Generator {
             equity -= self.vowel_penalty * self.opening_vowels(start, end);
         }
         if let Some(n) = self.best_n
-            && self.moves.len() >= n && equity < self.moves[n - 1].equity {
-                return;
-            }
+            && self.moves.len() >= n
+            && equity < self.moves[n - 1].equity
+        {
+            return;
+        }
         let m = Move {
             kind: Kind::Place,
             dir: self.dir as u8,
@@ -699,7 +719,16 @@ impl Generator {
     /// `lo..=hi`, whose board tiles score `through`) if it fits there, once for each way of
     /// putting the blanks on its letters.
     #[allow(clippy::too_many_arguments)]
-    fn place_bingo(&mut self, ps: &[usize], lo: usize, hi: usize, through: i32, word: &Word, real: &[u8], blanks: usize) {
+    fn place_bingo(
+        &mut self,
+        ps: &[usize],
+        lo: usize,
+        hi: usize,
+        through: i32,
+        word: &Word,
+        real: &[u8],
+        blanks: usize,
+    ) {
         let l = self.lane;
         if (lo..=hi).any(|q| l.tiles[q] != 0 && letter_of(l.tiles[q]) != word[q - lo]) {
             return;

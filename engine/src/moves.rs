@@ -1,7 +1,7 @@
 //! A move as a small `Copy` value, its notation, and the total order used to rank moves.
 
-use crate::board::{Dir, ACROSS, DIM, DOWN};
-use crate::tiles::{Distribution, BLANK_BIT};
+use crate::board::{ACROSS, DIM, DOWN, Dir};
+use crate::tiles::{BLANK_BIT, Distribution};
 use std::cmp::Ordering;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -30,7 +30,8 @@ pub struct Move {
 }
 
 impl Move {
-    pub const PASS: Move = Move { kind: Kind::Pass, dir: 0, lane: 0, start: 0, len: 0, tiles: [0; DIM], score: 0, equity: 0 };
+    pub const PASS: Move =
+        Move { kind: Kind::Pass, dir: 0, lane: 0, start: 0, len: 0, tiles: [0; DIM], score: 0, equity: 0 };
 
     pub fn exchange(tiles: &[u8]) -> Move {
         let mut m = Move { kind: Kind::Exchange, len: tiles.len() as u8, ..Move::PASS };
@@ -46,12 +47,19 @@ impl Move {
     }
     /// (row, col) of the first square of the main word.
     pub fn origin(&self) -> (usize, usize) {
-        if self.dir() == ACROSS { (self.lane as usize, self.start as usize) } else { (self.start as usize, self.lane as usize) }
+        if self.dir() == ACROSS {
+            (self.lane as usize, self.start as usize)
+        } else {
+            (self.start as usize, self.lane as usize)
+        }
     }
     /// Tiles taken from the rack (placed or exchanged); blanks as rack blanks (0).
     pub fn rack_tiles(&self) -> impl Iterator<Item = u8> + '_ {
         let place = self.kind == Kind::Place;
-        self.tiles().iter().filter(move |&&t| !place || t != 0).map(move |&t| if place && t & BLANK_BIT != 0 { 0 } else { t })
+        self.tiles()
+            .iter()
+            .filter(move |&&t| !place || t != 0)
+            .map(move |&t| if place && t & BLANK_BIT != 0 { 0 } else { t })
     }
     pub fn tiles_used(&self) -> usize {
         match self.kind {
@@ -105,10 +113,7 @@ impl Move {
 /// Ranking: higher equity first, then higher score, then a fixed order on the move itself, so
 /// that equal-equity choices never depend on generation order or thread count.
 pub fn rank(a: &Move, b: &Move) -> Ordering {
-    b.equity
-        .cmp(&a.equity)
-        .then(b.score.cmp(&a.score))
-        .then_with(|| key(a).cmp(&key(b)))
+    b.equity.cmp(&a.equity).then(b.score.cmp(&a.score)).then_with(|| key(a).cmp(&key(b)))
 }
 
 fn key(m: &Move) -> (u8, u8, u8, u8, u8, [u8; DIM]) {
@@ -127,11 +132,8 @@ pub fn parse_coord(s: &str) -> Option<(Dir, usize, usize)> {
     }
     let b = s.as_bytes();
     let first = *b.first()?;
-    let (dir, letter, digits) = if first.is_ascii_digit() {
-        (ACROSS, *b.last()?, &s[..s.len() - 1])
-    } else {
-        (DOWN, first, &s[1..])
-    };
+    let (dir, letter, digits) =
+        if first.is_ascii_digit() { (ACROSS, *b.last()?, &s[..s.len() - 1]) } else { (DOWN, first, &s[1..]) };
     let col = letter.to_ascii_uppercase().checked_sub(b'A')? as usize;
     let row = digits.parse::<usize>().ok()?.checked_sub(1)?;
     (row < DIM && col < DIM && !digits.starts_with('+')).then_some((dir, row, col))

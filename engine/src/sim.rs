@@ -8,12 +8,12 @@
 //! Statistics are summed in iteration order, so they are bit-identical too.
 
 use crate::board::DIM;
-use crate::bots::{request, Player, StaticBot, OPENING_VOWEL_PENALTY};
+use crate::bots::{OPENING_VOWEL_PENALTY, Player, StaticBot, request};
 use crate::game::{Bag, Game};
 use crate::leaves::{Klv, RackLeaves};
 use crate::movegen::{Ctx, Generator, Mode};
 use crate::moves::{Kind, Move};
-use crate::rng::{derive, Rng};
+use crate::rng::{Rng, derive};
 use crate::winpct::WinTable;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -126,12 +126,21 @@ impl Simulator<'_> {
     }
 
     /// Simulate the given candidate moves (legal for the player on turn).
-    pub fn run_moves(&self, game: &Game, moves: Vec<Move>, cfg: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> SimResult {
+    pub fn run_moves(
+        &self,
+        game: &Game,
+        moves: Vec<Move>,
+        cfg: &SimConfig,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> SimResult {
         let me = game.on_turn;
         let mut base = game.clone();
         base.history.clear();
         base.adjustments.clear();
-        let mut cands: Vec<Candidate> = moves.into_iter().map(|mv| Candidate { mv, win: Stat::default(), equity: Stat::default(), cut: false }).collect();
+        let mut cands: Vec<Candidate> = moves
+            .into_iter()
+            .map(|mv| Candidate { mv, win: Stat::default(), equity: Stat::default(), cut: false })
+            .collect();
         // The unseen tiles from the mover's seat: the bag and the opponent's rack.
         let mut unseen: Vec<u8> = base.bag.tiles().to_vec();
         unseen.extend_from_slice(&base.racks[1 - me]);
@@ -141,7 +150,10 @@ impl Simulator<'_> {
         let opp_len = unseen.len().min(crate::movegen::RACK_SIZE);
         let mut done = 0;
         let deadline = cfg.time_limit.map(|t| std::time::Instant::now() + t);
-        while done < cfg.iterations && (cands.iter().filter(|c| !c.cut).count() > 1 || cfg.stop.is_none()) && deadline.is_none_or(|d| std::time::Instant::now() < d) {
+        while done < cfg.iterations
+            && (cands.iter().filter(|c| !c.cut).count() > 1 || cfg.stop.is_none())
+            && deadline.is_none_or(|d| std::time::Instant::now() < d)
+        {
             let n = BLOCK.min(cfg.iterations - done);
             let active: Vec<bool> = cands.iter().map(|c| !c.cut).collect();
             let results: Vec<Vec<Option<(f64, f64)>>> = (done..done + n)
@@ -151,7 +163,13 @@ impl Simulator<'_> {
                     |(mg, bot), i| {
                         let deal = deal(&base, &unseen, opp_len, derive(cfg.seed, i));
                         let mut replies = Replies::default();
-                        cands.iter().zip(&active).map(|(c, &on)| on.then(|| self.rollout(&deal, &c.mv, cfg.plies, me, bot, mg, &mut replies))).collect()
+                        cands
+                            .iter()
+                            .zip(&active)
+                            .map(|(c, &on)| {
+                                on.then(|| self.rollout(&deal, &c.mv, cfg.plies, me, bot, mg, &mut replies))
+                            })
+                            .collect()
                     },
                 )
                 .collect();
@@ -169,14 +187,28 @@ impl Simulator<'_> {
                 cut(&mut cands, level.z());
             }
         }
-        cands.sort_by(|a, b| a.cut.cmp(&b.cut).then(b.win.mean().total_cmp(&a.win.mean())).then(b.equity.mean().total_cmp(&a.equity.mean())));
+        cands.sort_by(|a, b| {
+            a.cut
+                .cmp(&b.cut)
+                .then(b.win.mean().total_cmp(&a.win.mean()))
+                .then(b.equity.mean().total_cmp(&a.equity.mean()))
+        });
         SimResult { candidates: cands, iterations: done }
     }
 
     /// Play `mv` and `plies` static replies on a copy of `deal`; (win probability, equity) for
     /// player `me`.
     #[allow(clippy::too_many_arguments)]
-    fn rollout(&self, deal: &Game, mv: &Move, plies: usize, me: usize, bot: &mut StaticBot, mg: &mut Generator, replies: &mut Replies) -> (f64, f64) {
+    fn rollout(
+        &self,
+        deal: &Game,
+        mv: &Move,
+        plies: usize,
+        me: usize,
+        bot: &mut StaticBot,
+        mg: &mut Generator,
+        replies: &mut Replies,
+    ) -> (f64, f64) {
         let ctx = self.ctx;
         let mut g = deal.clone();
         let spread0 = g.scores[me] - g.scores[1 - me];
@@ -235,18 +267,26 @@ impl Replies {
     pub fn reply(&mut self, ctx: Ctx, bot: &mut StaticBot, before: &Game, after: &Game, mg: &mut Generator) -> Move {
         let rack = &after.racks[after.on_turn];
         // The opening's adjustments, and the endgame's leave values, change with the move made.
-        if before.board.is_empty() || after.bag.is_empty() || after.on_turn == before.on_turn || *rack != before.racks[after.on_turn] {
+        if before.board.is_empty()
+            || after.bag.is_empty()
+            || after.on_turn == before.on_turn
+            || *rack != before.racks[after.on_turn]
+        {
             return bot.choose(ctx, after, mg, &mut Rng::new(0));
         }
         let exchange = after.bag.len() >= crate::game::MIN_BAG_TO_EXCHANGE;
         let (leaves, best) = self.base[exchange as usize].get_or_insert_with(|| {
             let leaves = bot.rack_leaves(ctx, after);
-            let req = crate::movegen::Request { board: &before.board, ..request(after, &leaves, OPENING_VOWEL_PENALTY) };
+            let req =
+                crate::movegen::Request { board: &before.board, ..request(after, &leaves, OPENING_VOWEL_PENALTY) };
             let best = mg.generate(ctx, &req, Mode::Best(SHARED)).to_vec();
             (leaves, best)
         });
         let lanes = after.board.changed_lanes(&before.board);
-        let known = match best.iter().find(|m| m.kind != Kind::Place || lanes >> (m.dir as usize * DIM + m.lane as usize) & 1 == 0) {
+        let known = match best
+            .iter()
+            .find(|m| m.kind != Kind::Place || lanes >> (m.dir as usize * DIM + m.lane as usize) & 1 == 0)
+        {
             Some(m) => (m.kind == Kind::Place).then_some(*m),
             // Every kept move is in a changed lane: the best elsewhere is unknown, unless the
             // list was complete.
@@ -271,7 +311,13 @@ fn deal(base: &Game, unseen: &[u8], opp_len: usize, seed: u64) -> Game {
 
 /// Cut every candidate whose win% upper bound is below the leader's lower bound.
 fn cut(cands: &mut [Candidate], z: f64) {
-    let Some(leader) = cands.iter().filter(|c| !c.cut).max_by(|a, b| a.win.mean().total_cmp(&b.win.mean()).then(a.equity.mean().total_cmp(&b.equity.mean()))) else { return };
+    let Some(leader) = cands
+        .iter()
+        .filter(|c| !c.cut)
+        .max_by(|a, b| a.win.mean().total_cmp(&b.win.mean()).then(a.equity.mean().total_cmp(&b.equity.mean())))
+    else {
+        return;
+    };
     let floor = leader.win.mean() - z * leader.win.stderr();
     let leader_mv = leader.mv;
     for c in cands.iter_mut().filter(|c| !c.cut && c.mv != leader_mv) {

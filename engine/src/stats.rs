@@ -113,15 +113,29 @@ impl Summary {
             let _ = writeln!(s, "{name} Mean Points Per Turn: {ppt:.2}");
         }
         for (b, name) in names.iter().enumerate() {
-            let _ = writeln!(s, "{name} Mean Time Per Move: {:.2} ms", self.micros[b] as f64 / 1000.0 / self.turns[b].max(1) as f64);
+            let _ = writeln!(
+                s,
+                "{name} Mean Time Per Move: {:.2} ms",
+                self.micros[b] as f64 / 1000.0 / self.turns[b].max(1) as f64
+            );
         }
-        let _ = writeln!(s, "{} went first: {} ({:.3}%)", names[0], self.went_first[0], 100.0 * self.went_first[0] as f64 / n);
+        let _ = writeln!(
+            s,
+            "{} went first: {} ({:.3}%)",
+            names[0],
+            self.went_first[0],
+            100.0 * self.went_first[0] as f64 / n
+        );
         let _ = writeln!(s, "Player who went first wins: {} ({:.3}%)", self.first_wins, 100.0 * self.first_wins / n);
         let _ = writeln!(s, "{} Mean Spread: {:+.2}", names[0], self.spread_sum / n);
         if let Some((rate, ci, pairs)) = self.paired_rate() {
             let [lost_both, lost_and_drew, split, won_and_drew, won_both] = self.pair_points;
             let half = lost_and_drew + won_and_drew;
-            let _ = writeln!(s, "Pairs: {pairs}  {} won both: {won_both}  split: {split}  lost both: {lost_both}  with a draw: {half}", names[0]);
+            let _ = writeln!(
+                s,
+                "Pairs: {pairs}  {} won both: {won_both}  split: {split}  lost both: {lost_both}  with a draw: {half}",
+                names[0]
+            );
             let _ = writeln!(s, "{} paired win rate: {:.3}% +- {:.2}%", names[0], 100.0 * rate, 100.0 * ci);
         }
         s

@@ -54,9 +54,7 @@ impl Distribution {
             let (Some(label), None) = (chars.next(), chars.next()) else {
                 return Err(at.err(format!("letter `{}` must be one character", f[0])));
             };
-            let num = |s: &str, what: &str| {
-                s.parse::<u8>().map_err(|_| at.err(format!("bad {what} `{s}`")))
-            };
+            let num = |s: &str, what: &str| s.parse::<u8>().map_err(|_| at.err(format!("bad {what} `{s}`")));
             let (count, score, vowel) = (num(f[1], "count")?, num(f[2], "score")?, num(f[3], "vowel flag")?);
             if vowel > 1 {
                 return Err(at.err("vowel flag must be 0 or 1"));

@@ -13,7 +13,7 @@
 //! p(+SPREAD_MAX)` as integers in ten-thousandths. Spreads beyond the range clamp to its ends.
 
 use crate::autoplay::GameRecord;
-use crate::error::{read_text, DataError, Located};
+use crate::error::{DataError, Located, read_text};
 use crate::moves::Kind;
 use crate::tiles::Distribution;
 use std::fmt::Write;
@@ -56,8 +56,14 @@ impl WinTable {
         let f: Vec<&str> = head.split_whitespace().collect();
         let (spread_max, unseen_max) = match f.as_slice() {
             ["lexhive-winpct", "1", s, u] => (
-                s.parse::<i32>().ok().filter(|s| (1..=1000).contains(s)).ok_or_else(|| at(i).err("SPREAD_MAX must be 1..=1000"))?,
-                u.parse::<usize>().ok().filter(|u| (1..=500).contains(u)).ok_or_else(|| at(i).err("UNSEEN_MAX must be 1..=500"))?,
+                s.parse::<i32>()
+                    .ok()
+                    .filter(|s| (1..=1000).contains(s))
+                    .ok_or_else(|| at(i).err("SPREAD_MAX must be 1..=1000"))?,
+                u.parse::<usize>()
+                    .ok()
+                    .filter(|u| (1..=500).contains(u))
+                    .ok_or_else(|| at(i).err("UNSEEN_MAX must be 1..=500"))?,
             ),
             _ => return Err(at(i).err("expected `lexhive-winpct 1 SPREAD_MAX UNSEEN_MAX`")),
         };
@@ -125,7 +131,11 @@ impl WinSamples {
         let total: usize = (0..dist.size() as u8).map(|t| dist.count(t) as usize).sum();
         let unseen_max = total.saturating_sub(crate::movegen::RACK_SIZE).max(1);
         let width = (2 * SPREAD_MAX + 1) as usize;
-        Self { unseen_max, seen: vec![vec![0; width]; unseen_max + 1], half_points: vec![vec![0; width]; unseen_max + 1] }
+        Self {
+            unseen_max,
+            seen: vec![vec![0; width]; unseen_max + 1],
+            half_points: vec![vec![0; width]; unseen_max + 1],
+        }
     }
 
     pub fn positions(&self) -> u64 {
@@ -174,12 +184,16 @@ impl WinSamples {
     /// two per position is an error naming it.
     pub fn add_counts(&mut self, counts: &[(u32, i32, u64, u64)]) -> Result<(), String> {
         for (k, &(u, spread, n, half)) in counts.iter().enumerate() {
-            if u as usize > self.unseen_max || !(-SPREAD_MAX..=SPREAD_MAX).contains(&spread) || half > n.saturating_mul(2) {
+            if u as usize > self.unseen_max
+                || !(-SPREAD_MAX..=SPREAD_MAX).contains(&spread)
+                || half > n.saturating_mul(2)
+            {
                 return Err(format!("count {k}: ({u}, {spread}, {n}, {half}) is out of range"));
             }
             let i = (spread + SPREAD_MAX) as usize;
             self.seen[u as usize][i] = self.seen[u as usize][i].checked_add(n).ok_or("counts overflow")?;
-            self.half_points[u as usize][i] = self.half_points[u as usize][i].checked_add(half).ok_or("counts overflow")?;
+            self.half_points[u as usize][i] =
+                self.half_points[u as usize][i].checked_add(half).ok_or("counts overflow")?;
         }
         Ok(())
     }

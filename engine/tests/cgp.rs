@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use engine::cgp::{write, Position};
+use engine::cgp::{Position, write};
 use engine::leaves::RackLeaves;
 use engine::movegen::{Generator, Mode, Request};
 
@@ -12,7 +12,13 @@ fn best_notation(cgp: &str, n: usize) -> Vec<String> {
     let lex = enable();
     let game = Position::parse(cgp, dist()).unwrap().into_game(&lex.kwg, dist(), 0);
     let leaves = RackLeaves::new(&game.racks[0], |_| 0);
-    let req = Request { board: &game.board, rack: &game.racks[0], leaves: &leaves, can_exchange: game.bag.len() >= 7, opening_vowel_penalty: 0 };
+    let req = Request {
+        board: &game.board,
+        rack: &game.racks[0],
+        leaves: &leaves,
+        can_exchange: game.bag.len() >= 7,
+        opening_vowel_penalty: 0,
+    };
     Generator::new()
         .generate(ctx(lex), &req, Mode::Best(n))
         .iter()
@@ -25,7 +31,10 @@ fn cgp_round_trips_through_self_play_positions() {
     let lex = enable();
     let mut mg = Generator::new();
     let mut game = engine::game::Game::new(dist(), 5);
-    let mut bots = [engine::bots::BotSpec::Greedy.build(None, None).unwrap(), engine::bots::BotSpec::Greedy.build(None, None).unwrap()];
+    let mut bots = [
+        engine::bots::BotSpec::Greedy.build(None, None).unwrap(),
+        engine::bots::BotSpec::Greedy.build(None, None).unwrap(),
+    ];
     let mut rng = engine::rng::Rng::new(5);
     while !game.is_over() {
         let text = write(&game, dist());
@@ -51,7 +60,13 @@ fn notation_puts_played_through_tiles_in_parentheses_and_blanks_in_lowercase() {
     let lex = enable();
     let game = Position::parse(&cgp, dist()).unwrap().into_game(&lex.kwg, dist(), 0);
     let leaves = RackLeaves::new(&game.racks[0], |_| 0);
-    let req = Request { board: &game.board, rack: &game.racks[0], leaves: &leaves, can_exchange: true, opening_vowel_penalty: 0 };
+    let req = Request {
+        board: &game.board,
+        rack: &game.racks[0],
+        leaves: &leaves,
+        can_exchange: true,
+        opening_vowel_penalty: 0,
+    };
     let all: Vec<String> = Generator::new()
         .generate(ctx(lex), &req, Mode::All)
         .iter()

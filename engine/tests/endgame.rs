@@ -5,13 +5,13 @@
 mod common;
 
 use engine::bots::{Player, StaticBot};
-use engine::endgame::{peg, Options, Solution, Solver};
+use engine::endgame::{Options, Solution, Solver, peg};
 use engine::game::Bag;
 use engine::game::Game;
 use engine::leaves::{Klv, RackLeaves};
 use engine::movegen::{Ctx, Generator, Mode, Request};
 use engine::moves::Kind;
-use engine::rng::{derive, Rng};
+use engine::rng::{Rng, derive};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -44,7 +44,11 @@ fn value_after(ctx: Ctx, g: &Game, mv: &engine::moves::Move, mg: &mut Generator)
     let mut after = g.clone();
     after.play(ctx, mv);
     let mut budget = 20_000;
-    if after.is_over() { after.scores[g.on_turn] - after.scores[1 - g.on_turn] } else { -minimax(ctx, &after, mg, &mut budget).unwrap() }
+    if after.is_over() {
+        after.scores[g.on_turn] - after.scores[1 - g.on_turn]
+    } else {
+        -minimax(ctx, &after, mg, &mut budget).unwrap()
+    }
 }
 
 /// Small endgames: seeded static self-play games past the point the bag emptied, at the first
@@ -139,7 +143,8 @@ fn the_pre_endgame_ranks_plays_as_brute_force_over_every_unseen_tile_does() {
         let rack = &g.racks[me];
         let leaves = RackLeaves::new(rack, |_| 0);
         let req = Request { board: &g.board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
-        let moves: Vec<_> = mg.generate(ctx, &req, Mode::All).iter().filter(|m| m.kind == Kind::Place).copied().collect();
+        let moves: Vec<_> =
+            mg.generate(ctx, &req, Mode::All).iter().filter(|m| m.kind == Kind::Place).copied().collect();
         let ranked = peg::rank(&solver, ctx, &g, &moves, &Options::default(), &|| {}).unwrap();
         assert_eq!(ranked.len(), moves.len());
 
@@ -233,7 +238,9 @@ fn the_first_move_list_gives_each_move_its_exact_value() {
 fn bots_with_the_endgame_player_finish_games_that_replay() {
     use engine::bots::BotSpec;
     let ctx = common::ctx(common::enable());
-    let table = Arc::new(engine::winpct::WinTable::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica/enable.wpt")).unwrap());
+    let table = Arc::new(
+        engine::winpct::WinTable::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica/enable.wpt")).unwrap(),
+    );
     let build = |s: &str| BotSpec::parse(s).unwrap().build(Some(klv()), Some(table.clone())).unwrap();
     let mut bots = [build("sim:k=3,plies=1,iterations=16,endgame=50"), build("static:endgame=50")];
     let mut mg = Generator::new();
@@ -260,7 +267,9 @@ fn stuck_tiles_are_those_no_reference_play_places() {
         for rack in &g.racks {
             let placed: std::collections::HashSet<u8> = common::reference_moves(lex, &g.board, rack)
                 .iter()
-                .flat_map(|m| m.3.iter().filter(|&&t| t != 0).map(|&t| if t & engine::tiles::BLANK_BIT != 0 { 0 } else { t }))
+                .flat_map(|m| {
+                    m.3.iter().filter(|&&t| t != 0).map(|&t| if t & engine::tiles::BLANK_BIT != 0 { 0 } else { t })
+                })
                 .collect();
             let mut want: Vec<u8> = rack.iter().copied().filter(|t| !placed.contains(t)).collect();
             want.sort_unstable();

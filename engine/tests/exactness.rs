@@ -6,7 +6,7 @@ use common::*;
 use engine::board::{Board, CrossMemo};
 use engine::leaves::RackLeaves;
 use engine::movegen::{Generator, Mode, Request};
-use engine::moves::{rank, Kind};
+use engine::moves::{Kind, rank};
 use engine::rng::mix;
 
 fn fast_moves(lex: &Lex, board: &Board, rack: &[u8], mg: &mut Generator) -> Vec<RefMove> {
@@ -60,7 +60,10 @@ fn bingo_racks_match_reference() {
             with_blank += m.3.iter().any(|&t| t & engine::tiles::BLANK_BIT != 0) as usize;
         }
     }
-    assert!(bingos > 1000 && through > 100 && with_blank > 500, "bingos {bingos}, through {through}, with a blank {with_blank}");
+    assert!(
+        bingos > 1000 && through > 100 && with_blank > 500,
+        "bingos {bingos}, through {through}, with a blank {with_blank}"
+    );
 }
 
 #[test]
@@ -121,7 +124,8 @@ fn plays_outside_the_changed_lanes_are_unchanged() {
     for (i, (board, rack)) in all.iter().enumerate().filter(|(_, (b, _))| !b.is_empty()) {
         let leaves = RackLeaves::new(rack, |_| 0);
         let req = Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
-        let mut played: Vec<_> = mg.generate(ctx(lex), &req, Mode::All).iter().copied().filter(|m| m.kind == Kind::Place).collect();
+        let mut played: Vec<_> =
+            mg.generate(ctx(lex), &req, Mode::All).iter().copied().filter(|m| m.kind == Kind::Place).collect();
         played.sort_unstable_by(rank);
         // Another rack for the replies: the tiles of a later position.
         let (_, other) = &all[(i + 7) % all.len()];

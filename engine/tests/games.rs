@@ -106,7 +106,8 @@ fn going_out_with_the_bag_empty_scores_twice_the_opponents_rack() {
     let mut g = endgame(["S", "QZ"], vec![]);
     let mut mg = Generator::new();
     let leaves = RackLeaves::new(&g.racks[0], |_| 0);
-    let req = Request { board: &g.board, rack: &g.racks[0], leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+    let req =
+        Request { board: &g.board, rack: &g.racks[0], leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
     let mv = mg.generate(ctx(lex), &req, Mode::Best(1))[0];
     assert_eq!(mv.kind, Kind::Place);
     g.play(ctx(lex), &mv);

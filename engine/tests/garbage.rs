@@ -44,7 +44,17 @@ fn mangled_positions_and_game_logs_never_panic() {
     let lex = enable();
     let mut rng = Rng::new(17);
     let mut mg = engine::movegen::Generator::new();
-    let rec = engine::autoplay::play_leg(ctx(lex), &mut [engine::bots::BotSpec::Greedy.build(None, None).unwrap(), engine::bots::BotSpec::Greedy.build(None, None).unwrap()], 1, 0, 0, &mut mg);
+    let rec = engine::autoplay::play_leg(
+        ctx(lex),
+        &mut [
+            engine::bots::BotSpec::Greedy.build(None, None).unwrap(),
+            engine::bots::BotSpec::Greedy.build(None, None).unwrap(),
+        ],
+        1,
+        0,
+        0,
+        &mut mg,
+    );
     let gcg = write_gcg(&rec.game, ["a", "b"], dist());
     let cgp = engine::cgp::write(&rec.game, dist());
     for _ in 0..400 {
@@ -62,7 +72,9 @@ fn mangled_graphs_tables_and_data_files_never_panic() {
     let mut rng = Rng::new(23);
     let small: Vec<Vec<u8>> = enable().words.iter().step_by(500).cloned().collect();
     let kwg = Kwg::build(&small).unwrap().to_bytes();
-    let klv = Klv::build(engine::leavegen::all_leaves(dist()).into_iter().step_by(97).map(|l| (l, 1.0)).collect()).unwrap().to_bytes();
+    let klv = Klv::build(engine::leavegen::all_leaves(dist()).into_iter().step_by(97).map(|l| (l, 1.0)).collect())
+        .unwrap()
+        .to_bytes();
     let dist_text = include_str!("../../lexica/english.dist");
     let layout_text = include_str!("../../lexica/standard15.layout");
     for _ in 0..300 {

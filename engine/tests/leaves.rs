@@ -42,7 +42,8 @@ fn a_hand_written_klv2_reads_by_word_index() {
 fn built_tables_round_trip_and_cover_every_leave() {
     let leaves = all_leaves(dist());
     assert_eq!(leaves.len(), 914_624, "1- to 6-tile leaves of the English distribution");
-    let entries: Vec<(Vec<u8>, f32)> = leaves.iter().enumerate().map(|(i, l)| (l.clone(), (i % 1000) as f32 / 7.0)).collect();
+    let entries: Vec<(Vec<u8>, f32)> =
+        leaves.iter().enumerate().map(|(i, l)| (l.clone(), (i % 1000) as f32 / 7.0)).collect();
     let k = Klv::build(entries.clone()).unwrap();
     let back = Klv::from_bytes(&k.to_bytes(), "mem").unwrap();
     let mut want = entries;
@@ -97,11 +98,20 @@ fn rack_leaves_give_each_multiset_one_canonical_mask() {
 #[test]
 fn rack_leaves_from_the_table_walk_equal_one_lookup_per_subset() {
     let lex = enable();
-    let entries: Vec<(Vec<u8>, f32)> = all_leaves(dist()).into_iter().enumerate().filter(|(i, _)| i % 3 != 0).map(|(i, l)| (l, ((i * 7919) % 4001) as f32 / 100.0 - 20.0)).collect();
+    let entries: Vec<(Vec<u8>, f32)> = all_leaves(dist())
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| i % 3 != 0)
+        .map(|(i, l)| (l, ((i * 7919) % 4001) as f32 / 100.0 - 20.0))
+        .collect();
     let klv = Klv::build(entries).unwrap();
     for (_, rack) in positions(lex, 200, 4) {
         let fast = RackLeaves::from_klv(&rack, &klv);
-        let slow = RackLeaves::new(&rack, |kept| if kept.is_empty() || kept.len() >= 7 { 0 } else { Klv::millis(klv.value(kept)) });
+        let slow =
+            RackLeaves::new(
+                &rack,
+                |kept| if kept.is_empty() || kept.len() >= 7 { 0 } else { Klv::millis(klv.value(kept)) },
+            );
         assert_eq!(fast.by_used, slow.by_used, "rack {rack:?}");
         assert_eq!(fast.best_by_count, slow.best_by_count);
     }

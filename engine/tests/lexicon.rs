@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use engine::lexicon::{load_lexicon, parse_word_list, Kwg};
+use engine::lexicon::{Kwg, load_lexicon, parse_word_list};
 use std::collections::BTreeSet;
 
 #[test]
@@ -107,7 +107,13 @@ fn a_kwg_laid_out_by_another_tool_loads_and_generates_the_same_moves() {
     let mut mg = engine::movegen::Generator::new();
     for (board, rack) in positions(&ours, 40, 7) {
         let leaves = engine::leaves::RackLeaves::new(&rack, |_| 0);
-        let req = engine::movegen::Request { board: &board, rack: &rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+        let req = engine::movegen::Request {
+            board: &board,
+            rack: &rack,
+            leaves: &leaves,
+            can_exchange: false,
+            opening_vowel_penalty: 0,
+        };
         let mut a = mg.generate(ctx(&ours), &req, engine::movegen::Mode::All).to_vec();
         let mut b = mg.generate(ctx(&theirs), &req, engine::movegen::Mode::All).to_vec();
         a.sort_unstable_by(engine::moves::rank);

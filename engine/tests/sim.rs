@@ -52,7 +52,9 @@ fn same_seed_same_result_on_one_and_two_threads_and_the_position_is_untouched() 
     let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table };
     for seed in [1, 2] {
         let g = midgame(ctx, &klv, seed, 6);
-        let snapshot = |g: &Game| (engine::cgp::write(g, dist), g.racks.clone(), g.scores, g.bag.tiles().to_vec(), g.history.len());
+        let snapshot = |g: &Game| {
+            (engine::cgp::write(g, dist), g.racks.clone(), g.scores, g.bag.tiles().to_vec(), g.history.len())
+        };
         let before = snapshot(&g);
         let a = on(1, || sim.run(&g, &cfg(300, seed), &|_| {}));
         let b = on(2, || sim.run(&g, &cfg(300, seed), &|_| {}));
@@ -83,8 +85,15 @@ fn common_random_numbers_identical_candidates_identical_statistics() {
 /// not depend on the generation order).
 fn placements(ctx: Ctx, g: &Game) -> Vec<Move> {
     let leaves = engine::leaves::RackLeaves::new(&g.racks[g.on_turn], |_| 0);
-    let req = Request { board: &g.board, rack: &g.racks[g.on_turn], leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
-    let mut v: Vec<Move> = Generator::new().generate(ctx, &req, Mode::All).iter().copied().filter(|m| m.kind == Kind::Place).collect();
+    let req = Request {
+        board: &g.board,
+        rack: &g.racks[g.on_turn],
+        leaves: &leaves,
+        can_exchange: false,
+        opening_vowel_penalty: 0,
+    };
+    let mut v: Vec<Move> =
+        Generator::new().generate(ctx, &req, Mode::All).iter().copied().filter(|m| m.kind == Kind::Place).collect();
     v.sort_by_key(|m| (m.score, m.tiles));
     v
 }
@@ -95,18 +104,26 @@ fn an_obvious_best_move_wins_and_is_never_cut() {
     let (kwg, dist) = (ctx.kwg, ctx.dist);
     let (klv, table) = data();
     let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table };
-    let g = Position::parse("15/15/15/15/15/15/15/15/15/15/15/15/15/15/15 AEINRST/ 0/0 0", dist).unwrap().into_game(kwg, dist, 1);
+    let g = Position::parse("15/15/15/15/15/15/15/15/15/15/15/15/15/15/15 AEINRST/ 0/0 0", dist)
+        .unwrap()
+        .into_game(kwg, dist, 1);
     let moves = placements(ctx, &g);
     let (small, bingo) = (moves[0], *moves.last().unwrap());
     assert!(bingo.score >= 60 && small.score <= 6, "{} vs {}", bingo.score, small.score);
     for seed in 0..5 {
-        let c = SimConfig { candidates: 2, plies: 2, iterations: 2000, stop: Some(StopLevel::S99), seed, time_limit: None };
+        let c =
+            SimConfig { candidates: 2, plies: 2, iterations: 2000, stop: Some(StopLevel::S99), seed, time_limit: None };
         let r = on(2, || sim.run_moves(&g, vec![small, bingo], &c, &|_| {}));
         assert_eq!(r.candidates[0].mv, bingo, "seed {seed}");
         assert!(!r.candidates[0].cut);
         assert!(r.candidates[1].cut, "the 6-point play is cut");
         assert!(r.iterations < 2000, "and the sim stops early");
-        assert!(r.candidates[0].win.mean() > r.candidates[1].win.mean() + 0.1, "{:?} {:?}", r.candidates[0], r.candidates[1]);
+        assert!(
+            r.candidates[0].win.mean() > r.candidates[1].win.mean() + 0.1,
+            "{:?} {:?}",
+            r.candidates[0],
+            r.candidates[1]
+        );
     }
 }
 
@@ -148,7 +165,12 @@ fn sim_bot_specs() {
     assert_eq!(b, BotSpec::Sim { k: 5, plies: 1, iterations: 64, stop: Some(99), ms: None });
     assert_eq!(BotSpec::parse(&b.to_string()).unwrap(), b);
     assert_eq!(BotSpec::parse("sim").unwrap().to_string(), "sim:k=15,plies=2,iterations=300");
-    for (bad, word) in [("sim:k=0", "k must"), ("sim:stop=97", "stop must"), ("sim:depth=3", "unknown parameter"), ("sim:plies=99", "plies must")] {
+    for (bad, word) in [
+        ("sim:k=0", "k must"),
+        ("sim:stop=97", "stop must"),
+        ("sim:depth=3", "unknown parameter"),
+        ("sim:plies=99", "plies must"),
+    ] {
         let e = BotSpec::parse(bad).unwrap_err();
         assert!(e.message.contains(word), "{bad}: {e}");
     }

@@ -219,7 +219,9 @@ impl ExperimentSpec {
     pub fn parse(text: &str) -> Result<Self, SpecError> {
         let f: File = toml::from_str(text).map_err(|e| {
             let msg = e.message().to_string();
-            let line = e.span().map(|s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1);
+            let line = e
+                .span()
+                .map(|s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1);
             SpecError { field: line.map_or("file".into(), |l| format!("line {l}")), message: msg }
         })?;
         let kind = match f.kind.as_str() {
@@ -232,8 +234,14 @@ impl ExperimentSpec {
         if name.is_empty() || name.len() > MAX_NAME {
             return err("name", format!("must be 1 to {MAX_NAME} characters"));
         }
-        for (field, a) in [("artifacts.lexicon", &f.artifacts.lexicon), ("artifacts.leaves", &f.artifacts.leaves), ("artifacts.winpct", &f.artifacts.winpct)] {
-            if a.as_ref().is_some_and(|h| h.len() != 64 || !h.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())) {
+        for (field, a) in [
+            ("artifacts.lexicon", &f.artifacts.lexicon),
+            ("artifacts.leaves", &f.artifacts.leaves),
+            ("artifacts.winpct", &f.artifacts.winpct),
+        ] {
+            if a.as_ref()
+                .is_some_and(|h| h.len() != 64 || !h.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()))
+            {
                 return err(field, "must be a lowercase hex sha256");
             }
         }
@@ -250,7 +258,9 @@ impl ExperimentSpec {
         if games == 0 || games % 2 == 1 || games > MAX_GAMES_PER_CELL {
             return err("games", format!("must be even (deals are paired), 2 to {MAX_GAMES_PER_CELL}"));
         }
-        let Some(m) = f.match_ else { return err("match", "a match experiment needs a [match] section with bot1 and bot2") };
+        let Some(m) = f.match_ else {
+            return err("match", "a match experiment needs a [match] section with bot1 and bot2");
+        };
         for (field, b) in [("match.bot1", &m.bot1), ("match.bot2", &m.bot2)] {
             BotSpec::parse(b).map_err(|e| SpecError { field: field.into(), message: e.message })?;
         }
@@ -314,7 +324,12 @@ impl ExperimentSpec {
     /// every position is counted by tiles unseen and spread; the coordinator fits the table
     /// when the last batch is in.
     fn parse_wintable(f: File, name: String) -> Result<Self, SpecError> {
-        for (field, present) in [("match", f.match_.is_some()), ("grid", !f.grid.is_empty()), ("sprt", f.sprt.is_some()), ("endgame", f.endgame.is_some())] {
+        for (field, present) in [
+            ("match", f.match_.is_some()),
+            ("grid", !f.grid.is_empty()),
+            ("sprt", f.sprt.is_some()),
+            ("endgame", f.endgame.is_some()),
+        ] {
             if present {
                 return err(field, "a wintable experiment takes only `games` (static-vs-static games) and a seed");
             }
@@ -339,15 +354,27 @@ impl ExperimentSpec {
     }
 
     fn parse_endgame(f: File, name: String) -> Result<Self, SpecError> {
-        for (field, present) in [("match", f.match_.is_some()), ("grid", !f.grid.is_empty()), ("sprt", f.sprt.is_some()), ("games", f.games.is_some())] {
+        for (field, present) in [
+            ("match", f.match_.is_some()),
+            ("grid", !f.grid.is_empty()),
+            ("sprt", f.sprt.is_some()),
+            ("games", f.games.is_some()),
+        ] {
             if present {
-                return err(field, "an endgame experiment takes no `games`, [match], [grid] or [sprt]; its size is its positions");
+                return err(
+                    field,
+                    "an endgame experiment takes no `games`, [match], [grid] or [sprt]; its size is its positions",
+                );
             }
         }
-        let Some(e) = f.endgame else { return err("endgame", "an endgame experiment needs an [endgame] section with `positions` or `generate`") };
+        let Some(e) = f.endgame else {
+            return err("endgame", "an endgame experiment needs an [endgame] section with `positions` or `generate`");
+        };
         let source = match (e.positions.is_empty(), e.generate) {
             (false, Some(_)) => return err("endgame", "give `positions` or `generate`, not both"),
-            (true, None) => return err("endgame", "give `positions` (a list of CGPs) or `generate = { count = N, extra = 0 }`"),
+            (true, None) => {
+                return err("endgame", "give `positions` (a list of CGPs) or `generate = { count = N, extra = 0 }`");
+            }
             (true, Some(g)) => {
                 if g.count == 0 || g.count > MAX_POSITIONS {
                     return err("endgame.generate.count", format!("1 to {MAX_POSITIONS} positions"));
@@ -359,12 +386,16 @@ impl ExperimentSpec {
             }
             (false, None) => {
                 if e.positions.len() as u64 > MAX_POSITIONS {
-                    return err("endgame.positions", format!("{} positions; at most {MAX_POSITIONS}", e.positions.len()));
+                    return err(
+                        "endgame.positions",
+                        format!("{} positions; at most {MAX_POSITIONS}", e.positions.len()),
+                    );
                 }
                 let dist = engine::tiles::Distribution::english();
                 for (i, cgp) in e.positions.iter().enumerate() {
                     let field = format!("endgame.positions[{i}]");
-                    let pos = engine::cgp::Position::parse(cgp, &dist).map_err(|d| SpecError { field: field.clone(), message: d.to_string() })?;
+                    let pos = engine::cgp::Position::parse(cgp, &dist)
+                        .map_err(|d| SpecError { field: field.clone(), message: d.to_string() })?;
                     let bag = pos.bag_tiles(&dist).len();
                     if bag != 0 {
                         return err(field, format!("the bag holds {bag} tiles; an endgame needs it empty"));
@@ -387,7 +418,8 @@ impl ExperimentSpec {
         if !(0.0..=1.0).contains(&cross_check) {
             return err("endgame.cross_check", "a fraction from 0 to 1");
         }
-        let spec = EndgameSpec { source, plies: e.plies, time_ms: (time * 1000.0).round().max(1.0) as u64, cross_check };
+        let spec =
+            EndgameSpec { source, plies: e.plies, time_ms: (time * 1000.0).round().max(1.0) as u64, cross_check };
         Ok(ExperimentSpec {
             name,
             description: f.description,
@@ -463,10 +495,18 @@ impl ExperimentSpec {
 }
 
 /// `base` with this cell's values for `who` (`bot1`/`bot2`) applied, validated.
-fn apply_params(base: &str, who: &str, axes: &[Axis], params: &serde_json::Map<String, serde_json::Value>) -> Result<String, SpecError> {
+fn apply_params(
+    base: &str,
+    who: &str,
+    axes: &[Axis],
+    params: &serde_json::Map<String, serde_json::Value>,
+) -> Result<String, SpecError> {
     let (mut name, rest) = base.split_once(':').map_or((base.to_string(), ""), |(n, r)| (n.to_string(), r));
-    let mut kv: Vec<(String, String)> =
-        rest.split(',').filter(|p| !p.is_empty()).map(|p| p.split_once('=').map_or((p.into(), String::new()), |(k, v)| (k.trim().into(), v.trim().into()))).collect();
+    let mut kv: Vec<(String, String)> = rest
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').map_or((p.into(), String::new()), |(k, v)| (k.trim().into(), v.trim().into())))
+        .collect();
     let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
     let mut field = String::from("match.") + who;
     for a in axes {
@@ -476,7 +516,11 @@ fn apply_params(base: &str, who: &str, axes: &[Axis], params: &serde_json::Map<S
             let s = text(v);
             let (n, r) = s.split_once(':').map_or((s.clone(), String::new()), |(n, r)| (n.to_string(), r.to_string()));
             name = n;
-            kv = r.split(',').filter(|p| !p.is_empty()).map(|p| p.split_once('=').map_or((p.into(), String::new()), |(k, v)| (k.into(), v.into()))).collect();
+            kv = r
+                .split(',')
+                .filter(|p| !p.is_empty())
+                .map(|p| p.split_once('=').map_or((p.into(), String::new()), |(k, v)| (k.into(), v.into())))
+                .collect();
             field = format!("grid.\"{}\"", a.name);
         } else if let Some(param) = a.name.strip_prefix(who).and_then(|p| p.strip_prefix('.')) {
             match kv.iter_mut().find(|(k, _)| k == param) {
@@ -486,7 +530,11 @@ fn apply_params(base: &str, who: &str, axes: &[Axis], params: &serde_json::Map<S
             field = format!("grid.\"{}\"", a.name);
         }
     }
-    let spec = if kv.is_empty() { name } else { format!("{name}:{}", kv.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")) };
+    let spec = if kv.is_empty() {
+        name
+    } else {
+        format!("{name}:{}", kv.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","))
+    };
     BotSpec::parse(&spec).map_err(|e| SpecError { field, message: e.message })?;
     Ok(spec)
 }
@@ -540,7 +588,10 @@ bot2 = "static"
         rejects("name = \"x\"\nkind = \"match\"\ngames = 2\n", "match");
         rejects(&format!("{GRID}\n[sprt]\np0 = 0.6\np1 = 0.5\nalpha = 0.05\nbeta = 0.05\n"), "sprt");
         let big = (0..40).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
-        rejects(&format!("{GRID}\"bot2\" = [\"greedy\"]\n\"bot1.x\" = [{big}]\n").replace("\"bot1.x\"", "\"bot2.t\""), "grid");
+        rejects(
+            &format!("{GRID}\"bot2\" = [\"greedy\"]\n\"bot1.x\" = [{big}]\n").replace("\"bot1.x\"", "\"bot2.t\""),
+            "grid",
+        );
     }
 
     #[test]
@@ -553,7 +604,8 @@ bot2 = "static"
     #[test]
     fn endgame_experiments_validate_their_positions() {
         let base = "name = \"e\"\nkind = \"endgame\"\nseed = 3\n[endgame]\n";
-        let spec = ExperimentSpec::parse(&format!("{base}generate = {{ count = 50, extra = 2 }}\ncross_check = 0.2\n")).unwrap();
+        let spec = ExperimentSpec::parse(&format!("{base}generate = {{ count = 50, extra = 2 }}\ncross_check = 0.2\n"))
+            .unwrap();
         let e = spec.endgame.as_ref().unwrap();
         assert_eq!((spec.games_per_cell, e.count(), e.time_ms), (50, 50, 60_000));
         let checks = e.checks(3);
@@ -575,6 +627,9 @@ bot2 = "static"
         assert_eq!((spec.kind, spec.games_per_cell, spec.cells().unwrap().len()), (JobKind::Wintable, 40000, 1));
         rejects("name = \"t\"\nkind = \"wintable\"\n", "games");
         rejects("name = \"t\"\nkind = \"wintable\"\ngames = 3\n", "games");
-        rejects("name = \"t\"\nkind = \"wintable\"\ngames = 4\n[match]\nbot1 = \"static\"\nbot2 = \"static\"\n", "match");
+        rejects(
+            "name = \"t\"\nkind = \"wintable\"\ngames = 4\n[match]\nbot1 = \"static\"\nbot2 = \"static\"\n",
+            "match",
+        );
     }
 }

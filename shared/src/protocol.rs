@@ -46,7 +46,9 @@ pub struct ClaimRequest {
 pub enum ClaimResponse {
     Batch(Box<BatchSpec>),
     /// No runnable work now; ask again after this long.
-    Idle { retry_after_ms: u64 },
+    Idle {
+        retry_after_ms: u64,
+    },
 }
 
 /// A leased unit of work.
@@ -280,7 +282,14 @@ mod tests {
     fn claim_response_is_tagged() {
         let idle = serde_json::to_value(ClaimResponse::Idle { retry_after_ms: 5 }).unwrap();
         assert_eq!(idle["status"], "idle");
-        let job = serde_json::to_value(Job::Match(MatchJob { bot1: "a".into(), bot2: "b".into(), seed: 1, first_pair: 0, pairs: 2 })).unwrap();
+        let job = serde_json::to_value(Job::Match(MatchJob {
+            bot1: "a".into(),
+            bot2: "b".into(),
+            seed: 1,
+            first_pair: 0,
+            pairs: 2,
+        }))
+        .unwrap();
         assert_eq!(job["kind"], "match");
     }
 }

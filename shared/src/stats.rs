@@ -40,9 +40,18 @@ impl MatchTally {
             let (a, b) = (o.score_of(0), o.score_of(1));
             // Half-points of bot 0 in this game: 2 win, 1 draw, 0 loss.
             let half = match a.cmp(&b) {
-                std::cmp::Ordering::Greater => { t.wins += 1; 2 }
-                std::cmp::Ordering::Equal => { t.draws += 1; 1 }
-                std::cmp::Ordering::Less => { t.losses += 1; 0 }
+                std::cmp::Ordering::Greater => {
+                    t.wins += 1;
+                    2
+                }
+                std::cmp::Ordering::Equal => {
+                    t.draws += 1;
+                    1
+                }
+                std::cmp::Ordering::Less => {
+                    t.losses += 1;
+                    0
+                }
             };
             *legs.entry(o.id / 2).or_default() += half;
             t.score[0] += a as i64;
@@ -218,7 +227,12 @@ mod tests {
         use engine::autoplay::Outcome;
         let g = |id, seat_bot, scores| Outcome { id, seat_bot, scores, bingos: [1, 0], turns: [10, 9], micros: [0, 0] };
         // Pair 0: bot 0 wins leg 0 (first), draws leg 1. Pair 1: bot 1 wins both.
-        let t = MatchTally::from_outcomes(&[g(0, [0, 1], [400, 300]), g(1, [1, 0], [350, 350]), g(2, [0, 1], [300, 420]), g(3, [1, 0], [410, 330])]);
+        let t = MatchTally::from_outcomes(&[
+            g(0, [0, 1], [400, 300]),
+            g(1, [1, 0], [350, 350]),
+            g(2, [0, 1], [300, 420]),
+            g(3, [1, 0], [410, 330]),
+        ]);
         assert_eq!((t.games, t.wins, t.draws, t.losses), (4, 1, 1, 2));
         assert_eq!(t.pair_points, [1, 0, 0, 1, 0]);
         assert_eq!(t.score, [400 + 350 + 300 + 330, 300 + 350 + 420 + 410]);
@@ -280,7 +294,13 @@ mod tests {
             let leg = |rng: &mut engine::rng::Rng| {
                 let q = if luck { (p + 0.15).min(1.0) } else { (p - 0.15).max(0.0) };
                 let u = rng.unit();
-                if u < 0.01 { 1 } else if u < 0.01 + q * 0.99 { 2 } else { 0 }
+                if u < 0.01 {
+                    1
+                } else if u < 0.01 + q * 0.99 {
+                    2
+                } else {
+                    0
+                }
             };
             let pts = leg(rng) + leg(rng);
             counts[pts as usize] += 1;

@@ -9,14 +9,19 @@ fn every_example_parses() {
     for e in std::fs::read_dir(&dir).unwrap() {
         let path = e.unwrap().path();
         if path.extension().is_some_and(|x| x == "toml") {
-            let spec = ExperimentSpec::parse(&std::fs::read_to_string(&path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let spec = ExperimentSpec::parse(&std::fs::read_to_string(&path).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             assert!(!spec.cells().unwrap().is_empty());
             n += 1;
         }
     }
     assert!(n >= 5);
     let quick = ExperimentSpec::parse(&std::fs::read_to_string(dir.join("quick-match.toml")).unwrap()).unwrap();
-    assert_eq!((quick.bots.clone(), quick.games_per_cell, quick.cells().unwrap().len()), (["static".to_string(), "greedy".to_string()], 200, 1));
-    let quackle = ExperimentSpec::parse(&std::fs::read_to_string(dir.join("sim-tuning-quackle-axes.toml")).unwrap()).unwrap();
+    assert_eq!(
+        (quick.bots.clone(), quick.games_per_cell, quick.cells().unwrap().len()),
+        (["static".to_string(), "greedy".to_string()], 200, 1)
+    );
+    let quackle =
+        ExperimentSpec::parse(&std::fs::read_to_string(dir.join("sim-tuning-quackle-axes.toml")).unwrap()).unwrap();
     assert_eq!(quackle.cells().unwrap().len(), 105);
 }

@@ -1,15 +1,15 @@
 //! `worker autoplay`: bot-vs-bot self-play on paired deals, in parallel, with the summary block
 //! and optional GCG/CSV logs.
 
-use crate::data::{load_leaves, Data, DataArgs};
-use anyhow::{bail, Context, Result};
-use engine::autoplay::{play_leg, GameRecord};
+use crate::data::{Data, DataArgs, load_leaves};
+use anyhow::{Context, Result, bail};
+use engine::autoplay::{GameRecord, play_leg};
 use engine::bots::{BotSpec, Player};
-use engine::gcg::{write_csv, write_gcg, CSV_HEADER};
+use engine::gcg::{CSV_HEADER, write_csv, write_gcg};
 use engine::leaves::Klv;
-use engine::winpct::WinTable;
 use engine::movegen::Generator;
 use engine::stats::Summary;
+use engine::winpct::WinTable;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use std::io::Write;
@@ -66,7 +66,10 @@ pub struct Match<'a> {
 
 impl Match<'_> {
     fn bots(&self) -> Result<[Box<dyn Player>; 2]> {
-        Ok([self.specs[0].build(self.leaves.clone(), self.table.clone())?, self.specs[1].build(self.leaves.clone(), self.table.clone())?])
+        Ok([
+            self.specs[0].build(self.leaves.clone(), self.table.clone())?,
+            self.specs[1].build(self.leaves.clone(), self.table.clone())?,
+        ])
     }
 
     /// Play all games on the current rayon pool; `each` sees every finished game, in no
@@ -94,7 +97,8 @@ pub fn run(a: Args) -> Result<()> {
         bail!("--games: paired play needs an even number of games (or pass --unpaired)");
     }
     let data = a.data.load()?;
-    let leaves = if specs.iter().any(BotSpec::uses_leaves) { load_leaves(a.leaves.as_deref())?.map(Arc::new) } else { None };
+    let leaves =
+        if specs.iter().any(BotSpec::uses_leaves) { load_leaves(a.leaves.as_deref())?.map(Arc::new) } else { None };
     if leaves.is_none() && specs.iter().any(BotSpec::uses_leaves) {
         eprintln!("warning: no leave table found; equity bots play on score alone");
     }
@@ -106,13 +110,16 @@ pub fn run(a: Args) -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
     // Bots are named as given on the command line (the summary's lines come in bot order).
     let names = [a.bot1.clone(), a.bot2.clone()];
-    let m = Match { data: &data, specs, leaves, table, seed: a.seed, first_game: 0, games: a.games, paired: !a.unpaired };
+    let m =
+        Match { data: &data, specs, leaves, table, seed: a.seed, first_game: 0, games: a.games, paired: !a.unpaired };
 
     let csv = match &a.log_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
             let path = dir.join("turns.csv");
-            let mut f = std::io::BufWriter::new(std::fs::File::create(&path).with_context(|| format!("{}: cannot create", path.display()))?);
+            let mut f = std::io::BufWriter::new(
+                std::fs::File::create(&path).with_context(|| format!("{}: cannot create", path.display()))?,
+            );
             writeln!(f, "{CSV_HEADER}")?;
             Some(Mutex::new(f))
         }
@@ -131,7 +138,8 @@ pub fn run(a: Args) -> Result<()> {
             if let (Some(dir), Some(csv)) = (&a.log_dir, &csv) {
                 let seats = [name_refs[rec.seat_bot[0]], name_refs[rec.seat_bot[1]]];
                 let path = dir.join(format!("game-{:06}.gcg", rec.id));
-                std::fs::write(&path, write_gcg(&rec.game, seats, &data.dist)).with_context(|| format!("{}: cannot write", path.display()))?;
+                std::fs::write(&path, write_gcg(&rec.game, seats, &data.dist))
+                    .with_context(|| format!("{}: cannot write", path.display()))?;
                 let rows = write_csv(rec, name_refs, &data.dist);
                 csv.lock().expect("csv writer").write_all(rows.as_bytes())?;
             }
@@ -146,6 +154,10 @@ pub fn run(a: Args) -> Result<()> {
     let secs = start.elapsed().as_secs_f64();
     let summary = summary.into_inner().expect("summary");
     crate::emit(&summary.report(name_refs))?;
-    crate::emit(&format!("Seed: {}  Threads: {threads}  Time: {secs:.2}s  Games per second: {:.1}\n", a.seed, a.games as f64 / secs))?;
+    crate::emit(&format!(
+        "Seed: {}  Threads: {threads}  Time: {secs:.2}s  Games per second: {:.1}\n",
+        a.seed,
+        a.games as f64 / secs
+    ))?;
     Ok(())
 }

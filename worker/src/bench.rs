@@ -1,13 +1,13 @@
 //! `worker bench`: move generation and self-play speed on positions from seeded self-play.
 
 use crate::autoplay::Match;
-use crate::data::{load_leaves, DataArgs};
-use anyhow::{bail, Result};
+use crate::data::{DataArgs, load_leaves};
+use anyhow::{Result, bail};
 use engine::autoplay::play_leg;
-use engine::bots::{BotSpec, StaticBot, OPENING_VOWEL_PENALTY};
+use engine::bots::{BotSpec, OPENING_VOWEL_PENALTY, StaticBot};
 use engine::game::{Game, MIN_BAG_TO_EXCHANGE};
-use engine::movegen::{Generator, Mode, Request};
 use engine::leaves::RackLeaves;
+use engine::movegen::{Generator, Mode, Request};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -68,7 +68,12 @@ pub fn run(a: Args) -> Result<()> {
         rounds += 1;
     }
     let secs = start.elapsed().as_secs_f64();
-    crate::emit(&format!("all-moves generation: {:.0} moves/s ({:.0} positions/s, {:.0} moves per position; 1 thread)\n", moves as f64 / secs, (rounds * positions.len()) as f64 / secs, moves as f64 / (rounds * positions.len()) as f64))?;
+    crate::emit(&format!(
+        "all-moves generation: {:.0} moves/s ({:.0} positions/s, {:.0} moves per position; 1 thread)\n",
+        moves as f64 / secs,
+        (rounds * positions.len()) as f64 / secs,
+        moves as f64 / (rounds * positions.len()) as f64
+    ))?;
 
     let start = Instant::now();
     let mut evals = 0usize;
@@ -80,28 +85,69 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     let secs = start.elapsed().as_secs_f64();
-    crate::emit(&format!("best-move static evaluation: {:.0} positions/s (leave lookups included; 1 thread)\n", evals as f64 / secs))?;
+    crate::emit(&format!(
+        "best-move static evaluation: {:.0} positions/s (leave lookups included; 1 thread)\n",
+        evals as f64 / secs
+    ))?;
 
     // Simulation: 2-ply rollouts of the top 15 candidates against a random opponent rack, on
     // mid-game positions (at least 14 tiles in the bag), one thread.
     let table = crate::data::load_wintable(None)?;
     let sim = engine::sim::Simulator { ctx, leaves: Some(klv.clone()), table: &table };
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
-    let midgame: Vec<&Game> = positions.iter().map(|(g, _)| g).filter(|g| g.bag.len() >= 14 && !g.history.is_empty()).step_by(7).take(a.sim_positions).collect();
-    let cfg = |seed| engine::sim::SimConfig { candidates: 15, plies: 2, iterations: engine::sim::BLOCK, stop: None, seed, time_limit: None };
+    let midgame: Vec<&Game> = positions
+        .iter()
+        .map(|(g, _)| g)
+        .filter(|g| g.bag.len() >= 14 && !g.history.is_empty())
+        .step_by(7)
+        .take(a.sim_positions)
+        .collect();
+    let cfg = |seed| engine::sim::SimConfig {
+        candidates: 15,
+        plies: 2,
+        iterations: engine::sim::BLOCK,
+        stop: None,
+        seed,
+        time_limit: None,
+    };
     let start = Instant::now();
-    let rollouts: u64 = one.install(|| midgame.iter().enumerate().map(|(i, g)| sim.run(g, &cfg(i as u64), &|_| {})).map(|r| r.iterations * r.candidates.len() as u64).sum());
+    let rollouts: u64 = one.install(|| {
+        midgame
+            .iter()
+            .enumerate()
+            .map(|(i, g)| sim.run(g, &cfg(i as u64), &|_| {}))
+            .map(|r| r.iterations * r.candidates.len() as u64)
+            .sum()
+    });
     let secs = start.elapsed().as_secs_f64();
-    crate::emit(&format!("simulation: {:.0} rollouts/s (2 plies, 15 candidates, {} positions x {} iterations; 1 thread)\n", rollouts as f64 / secs, midgame.len(), engine::sim::BLOCK))?;
+    crate::emit(&format!(
+        "simulation: {:.0} rollouts/s (2 plies, 15 candidates, {} positions x {} iterations; 1 thread)\n",
+        rollouts as f64 / secs,
+        midgame.len(),
+        engine::sim::BLOCK
+    ))?;
 
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     for t in [1, threads] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
-        let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves: Some(klv.clone()), table: None, seed: a.seed, first_game: 0, games: a.games, paired: true };
+        let m = Match {
+            data: &data,
+            specs: [BotSpec::Static, BotSpec::Static],
+            leaves: Some(klv.clone()),
+            table: None,
+            seed: a.seed,
+            first_game: 0,
+            games: a.games,
+            paired: true,
+        };
         let start = Instant::now();
         pool.install(|| m.play(&|_| Ok(())))?;
         let secs = start.elapsed().as_secs_f64();
-        crate::emit(&format!("static-vs-static self-play: {:.1} games/s on {t} thread(s), {:.1} games per CPU-second\n", a.games as f64 / secs, a.games as f64 / secs / t as f64))?;
+        crate::emit(&format!(
+            "static-vs-static self-play: {:.1} games/s on {t} thread(s), {:.1} games per CPU-second\n",
+            a.games as f64 / secs,
+            a.games as f64 / secs / t as f64
+        ))?;
         if threads == 1 {
             break;
         }

@@ -1,7 +1,7 @@
 //! HTTP client for the coordinator's `/api/v1`, with errors that say whether to retry.
 
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use shared::protocol::ApiError;
 use std::time::Duration;
 
@@ -38,7 +38,10 @@ impl Client {
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             anyhow::bail!("--coordinator: `{base}` is not an http:// or https:// URL");
         }
-        let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).timeout(Duration::from_secs(120)).build()?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(120))
+            .build()?;
         Ok(Self { http, base, token })
     }
 
@@ -65,7 +68,9 @@ impl Client {
             return Ok(resp);
         }
         let text = resp.text().await.unwrap_or_default();
-        let message = serde_json::from_str::<ApiError>(&text).map(|e| e.error).unwrap_or_else(|_| if text.is_empty() { status.to_string() } else { text });
+        let message = serde_json::from_str::<ApiError>(&text)
+            .map(|e| e.error)
+            .unwrap_or_else(|_| if text.is_empty() { status.to_string() } else { text });
         Err(ClientError::Status { status: status.as_u16(), message })
     }
 
@@ -75,7 +80,10 @@ impl Client {
     }
 
     pub async fn post_text<R: DeserializeOwned>(&self, path: &str, body: String) -> Result<R, ClientError> {
-        let r = self.request(reqwest::Method::POST, path).header(reqwest::header::CONTENT_TYPE, "application/toml").body(body);
+        let r = self
+            .request(reqwest::Method::POST, path)
+            .header(reqwest::header::CONTENT_TYPE, "application/toml")
+            .body(body);
         let resp = self.send(r).await?;
         resp.json().await.map_err(|e| ClientError::Unreachable(format!("bad response to {path}: {e}")))
     }

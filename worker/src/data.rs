@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use engine::board::Layout;
 use engine::leaves::Klv;
-use engine::lexicon::{load_lexicon, Kwg};
+use engine::lexicon::{Kwg, load_lexicon};
 use engine::tiles::Distribution;
 use std::path::{Path, PathBuf};
 

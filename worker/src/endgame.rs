@@ -1,7 +1,7 @@
 //! `worker endgame`: solve a position whose bag is empty and print its value and best line.
 
 use crate::data::DataArgs;
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 use engine::cgp::Position;
 use engine::endgame::{Depth, Options, Solver};
 use engine::game::Game;
@@ -78,7 +78,13 @@ pub fn run(a: Args) -> Result<()> {
     let opts = Options { plies: a.plies, threads: a.threads, time_limit, win_only: a.win_only, first_moves: a.moves };
     let progress = |d: &Depth| {
         let best = d.best.notation(ctx.dist, |r, c| game.board.at(r, c));
-        eprintln!("depth {:>2}  value {:>+5}  best {best:<20} nodes {:>11}  {:.2}s", d.depth, d.value, d.nodes, d.elapsed.as_secs_f64());
+        eprintln!(
+            "depth {:>2}  value {:>+5}  best {best:<20} nodes {:>11}  {:.2}s",
+            d.depth,
+            d.value,
+            d.nodes,
+            d.elapsed.as_secs_f64()
+        );
     };
     let sol = solver.solve(ctx, &game, &opts, &progress).map_err(|e| anyhow::anyhow!("--cgp: {e}"))?;
     let secs = sol.elapsed.as_secs_f64();
@@ -192,16 +198,24 @@ pub fn run_peg(a: PegArgs) -> Result<()> {
     }
     let mut mg = engine::movegen::Generator::new();
     let n = if a.candidates == 0 { usize::MAX } else { a.candidates };
-    let moves: Vec<Move> = engine::bots::StaticBot::new(leaves).best(ctx, &game, &mut mg, n.saturating_add(2)).iter().filter(|m| m.kind == engine::moves::Kind::Place).take(n).copied().collect();
+    let moves: Vec<Move> = engine::bots::StaticBot::new(leaves)
+        .best(ctx, &game, &mut mg, n.saturating_add(2))
+        .iter()
+        .filter(|m| m.kind == engine::moves::Kind::Place)
+        .take(n)
+        .copied()
+        .collect();
     if moves.is_empty() {
         bail!("--cgp: the player on turn has no placement");
     }
     let solver = Solver::new(table_bytes);
     let opts = Options { threads: a.threads, time_limit, ..Options::default() };
-    let bar = indicatif::ProgressBar::new(moves.len() as u64)
-        .with_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} candidates  {elapsed}").expect("valid template"));
+    let bar = indicatif::ProgressBar::new(moves.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} candidates  {elapsed}").expect("valid template"),
+    );
     let start = std::time::Instant::now();
-    let ranked = engine::endgame::peg::rank(&solver, ctx, &game, &moves, &opts, &|| bar.inc(1)).map_err(|e| anyhow::anyhow!("--cgp: {e}"))?;
+    let ranked = engine::endgame::peg::rank(&solver, ctx, &game, &moves, &opts, &|| bar.inc(1))
+        .map_err(|e| anyhow::anyhow!("--cgp: {e}"))?;
     bar.finish_and_clear();
     let total: u32 = engine::endgame::peg::unseen(&game).iter().map(|u| u.1).sum();
     let mut out = format!("{:<22} {:>5}  {:>7}  {:>8}  Bag tile: final spread\n", "Play", "Score", "Wins", "Spread");
@@ -209,7 +223,15 @@ pub fn run_peg(a: PegArgs) -> Result<()> {
         let per_tile: Vec<String> = c
             .outcomes
             .iter()
-            .map(|o| format!("{}{}:{:+}{}", if o.weight > 1 { format!("{}x", o.weight) } else { String::new() }, data.dist.rack_char(o.tile), o.value, if o.exact { "" } else { "~" }))
+            .map(|o| {
+                format!(
+                    "{}{}:{:+}{}",
+                    if o.weight > 1 { format!("{}x", o.weight) } else { String::new() },
+                    data.dist.rack_char(o.tile),
+                    o.value,
+                    if o.exact { "" } else { "~" }
+                )
+            })
             .collect();
         out += &format!(
             "{:<22} {:>5}  {:>5.2}/{total}  {:>+8.2}  {}\n",
@@ -220,7 +242,11 @@ pub fn run_peg(a: PegArgs) -> Result<()> {
             per_tile.join(" ")
         );
     }
-    out += &format!("Candidates: {}  Unseen: {total}  Time: {:.2}s  (~: not solved to the end)\n", ranked.len(), start.elapsed().as_secs_f64());
+    out += &format!(
+        "Candidates: {}  Unseen: {total}  Time: {:.2}s  (~: not solved to the end)\n",
+        ranked.len(),
+        start.elapsed().as_secs_f64()
+    );
     crate::emit(&out)
 }
 
@@ -245,7 +271,8 @@ pub struct BenchArgs {
 /// Each rack's stuck tiles (`engine::endgame::stuck`) as `MOVER/OTHER`, or `-` when neither
 /// has any.
 fn stuck_tiles(ctx: engine::movegen::Ctx, g: &Game) -> String {
-    let [a, b] = [g.on_turn, 1 - g.on_turn].map(|p| ctx.dist.rack_string(&engine::endgame::stuck(ctx, &g.board, &g.racks[p])));
+    let [a, b] =
+        [g.on_turn, 1 - g.on_turn].map(|p| ctx.dist.rack_string(&engine::endgame::stuck(ctx, &g.board, &g.racks[p])));
     if a.is_empty() && b.is_empty() { "-".into() } else { format!("{a}/{b}") }
 }
 
@@ -277,7 +304,8 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let pos = Position::parse(line, &data.dist).map_err(|e| anyhow::anyhow!("{}:{}: {e}", a.file.display(), i + 1))?;
+        let pos =
+            Position::parse(line, &data.dist).map_err(|e| anyhow::anyhow!("{}:{}: {e}", a.file.display(), i + 1))?;
         games.push((i + 1, pos.into_game(&data.kwg, &data.dist, 0)));
     }
     // Stuck tiles (on either rack) make a different, harder class of endgame: the targets
@@ -291,7 +319,9 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
         for ((line, game), stuck) in games.iter().zip(&stuck) {
             solver.clear();
             let opts = Options { plies: a.plies, threads, ..Options::default() };
-            let sol = solver.solve(ctx, game, &opts, &|_| {}).map_err(|e| anyhow::anyhow!("{}:{line}: {e}", a.file.display()))?;
+            let sol = solver
+                .solve(ctx, game, &opts, &|_| {})
+                .map_err(|e| anyhow::anyhow!("{}:{line}: {e}", a.file.display()))?;
             let s = sol.elapsed.as_secs_f64();
             out += &format!(
                 "line {line:>3}  threads {threads}  value {:>+5}{}  depth {:>2}  nodes {:>10}  {:>8.3}s  {:>9.0} nodes/s  stuck {stuck}\n",
@@ -322,6 +352,10 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
             times.len()
         );
     }
-    out += &format!("plies: {}  table: {} MiB  (~: not solved to the end)\n", a.plies.map_or("until solved".to_string(), |p| p.to_string()), solver.table_bytes() >> 20);
+    out += &format!(
+        "plies: {}  table: {} MiB  (~: not solved to the end)\n",
+        a.plies.map_or("until solved".to_string(), |p| p.to_string()),
+        solver.table_bytes() >> 20
+    );
     crate::emit(&out)
 }

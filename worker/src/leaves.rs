@@ -1,7 +1,7 @@
 //! `worker leaves generate|value`: make leave tables by iterated self-play; look values up.
 
 use crate::autoplay::Match;
-use crate::data::{load_leaves, write_atomic, DataArgs};
+use crate::data::{DataArgs, load_leaves, write_atomic};
 use anyhow::Result;
 use engine::bots::BotSpec;
 use engine::leavegen::Samples;
@@ -49,9 +49,24 @@ pub fn run(cmd: Cmd) -> Result<()> {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
             let mut table: Option<Arc<Klv>> = None;
             for it in 0..iterations {
-                let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves: table.clone(), table: None, seed: derive(seed, it as u64), first_game: 0, games, paired: false };
+                let m = Match {
+                    data: &data,
+                    specs: [BotSpec::Static, BotSpec::Static],
+                    leaves: table.clone(),
+                    table: None,
+                    seed: derive(seed, it as u64),
+                    first_game: 0,
+                    games,
+                    paired: false,
+                };
                 let samples = Mutex::new(Samples::new(&data.dist));
-                let bar = ProgressBar::new(games).with_style(ProgressStyle::with_template(&format!("iteration {}/{iterations} {{bar:40}} {{pos}}/{{len}} games  eta {{eta}}", it + 1)).expect("valid template"));
+                let bar = ProgressBar::new(games).with_style(
+                    ProgressStyle::with_template(&format!(
+                        "iteration {}/{iterations} {{bar:40}} {{pos}}/{{len}} games  eta {{eta}}",
+                        it + 1
+                    ))
+                    .expect("valid template"),
+                );
                 pool.install(|| {
                     m.play(&|rec| {
                         samples.lock().expect("samples").add_game(rec, table.as_deref(), &data.dist);
@@ -62,16 +77,27 @@ pub fn run(cmd: Cmd) -> Result<()> {
                 bar.finish_and_clear();
                 let samples = samples.into_inner().expect("samples");
                 let klv = samples.fit(&data.dist)?;
-                eprintln!("iteration {}: {} games, {} kept leaves observed, {} leaves in table", it + 1, games, samples.count, klv.len());
+                eprintln!(
+                    "iteration {}: {} games, {} kept leaves observed, {} leaves in table",
+                    it + 1,
+                    games,
+                    samples.count,
+                    klv.len()
+                );
                 table = Some(Arc::new(klv));
             }
             let klv = table.expect("at least one iteration");
             write_atomic(&out, &klv.to_bytes())?;
-            crate::emit(&format!("{}: {} leaves (seed {seed}, {iterations} x {games} games)\n", out.display(), klv.len()))?;
+            crate::emit(&format!(
+                "{}: {} leaves (seed {seed}, {iterations} x {games} games)\n",
+                out.display(),
+                klv.len()
+            ))?;
             Ok(())
         }
         Cmd::Value { leaves, leave } => {
-            let klv = load_leaves(leaves.as_deref())?.ok_or_else(|| anyhow::anyhow!("no leave table: pass --leaves"))?;
+            let klv =
+                load_leaves(leaves.as_deref())?.ok_or_else(|| anyhow::anyhow!("no leave table: pass --leaves"))?;
             let dist = engine::tiles::Distribution::english();
             for l in leave {
                 let mut tiles = dist.parse_rack(&l).map_err(|m| anyhow::anyhow!("leave `{l}`: {m}"))?;

@@ -2,7 +2,7 @@
 
 use crate::data::write_atomic;
 use anyhow::Result;
-use engine::lexicon::{load_lexicon, parse_word_list, Kwg};
+use engine::lexicon::{Kwg, load_lexicon, parse_word_list};
 use engine::tiles::Distribution;
 use std::path::PathBuf;
 

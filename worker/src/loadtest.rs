@@ -3,13 +3,13 @@
 //! and p50/p99 latency per endpoint. A benchmark, not a test: see docs/BENCHMARKS.md.
 
 use crate::client::Client;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use indicatif::{ProgressBar, ProgressStyle};
 use sha2::{Digest, Sha256};
+use shared::PROTOCOL_VERSION;
 use shared::protocol::*;
 use shared::stats::MatchTally;
-use shared::PROTOCOL_VERSION;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -42,7 +42,15 @@ fn record(s: &Samples, what: &'static str, d: Duration) {
 
 /// A result for `pairs` pairs, every game won by the first bot: small, and consistent.
 fn fake_upload(lease: uuid::Uuid, pairs: u64, logs: &Logs) -> ResultUpload {
-    let t = MatchTally { games: 2 * pairs, wins: 2 * pairs, pair_points: [0, 0, 0, 0, pairs], score: [800 * pairs as i64, 600 * pairs as i64], turns: [20 * pairs, 20 * pairs], first_wins: pairs, ..Default::default() };
+    let t = MatchTally {
+        games: 2 * pairs,
+        wins: 2 * pairs,
+        pair_points: [0, 0, 0, 0, pairs],
+        score: [800 * pairs as i64, 600 * pairs as i64],
+        turns: [20 * pairs, 20 * pairs],
+        first_wins: pairs,
+        ..Default::default()
+    };
     ResultUpload { lease_id: lease, result: JobResult::Match(t), elapsed_ms: 1000, logs: logs.clone() }
 }
 
@@ -70,12 +78,14 @@ async fn load(a: Args) -> Result<()> {
     let researcher = Client::new(&a.coordinator, Some(a.token.clone()))?;
     let anon = Client::new(&a.coordinator, None)?;
     let toml = "name = \"load test\"\nkind = \"match\"\ngames = 10000000\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n[grid]\n\"bot2\" = [\"greedy\", \"static\"]\n";
-    let exp: Submitted = researcher.post_text("/experiments", toml.into()).await.context("submitting the load-test experiment")?;
+    let exp: Submitted =
+        researcher.post_text("/experiments", toml.into()).await.context("submitting the load-test experiment")?;
     let samples: Samples = Default::default();
     let errors = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
 
     // Register every simulated worker, 64 at a time.
-    let bar = ProgressBar::new(a.workers as u64).with_style(ProgressStyle::with_template("registering {bar:40} {pos}/{len}").expect("template"));
+    let bar = ProgressBar::new(a.workers as u64)
+        .with_style(ProgressStyle::with_template("registering {bar:40} {pos}/{len}").expect("template"));
     let mut tokens = Vec::with_capacity(a.workers);
     for chunk in (0..a.workers).collect::<Vec<_>>().chunks(64) {
         let mut set = tokio::task::JoinSet::new();
@@ -97,10 +107,12 @@ async fn load(a: Args) -> Result<()> {
     bar.finish_and_clear();
 
     // Each worker: claim, heartbeat, upload, then wait so that all together make `rate` req/s.
-    let per_worker_gap = if a.rate > 0.0 { Duration::from_secs_f64(3.0 * a.workers as f64 / a.rate) } else { Duration::ZERO };
+    let per_worker_gap =
+        if a.rate > 0.0 { Duration::from_secs_f64(3.0 * a.workers as f64 / a.rate) } else { Duration::ZERO };
     let deadline = Instant::now() + Duration::from_secs(a.seconds);
     let logs = Arc::new(tiny_logs()?);
-    let bar = ProgressBar::new(a.seconds).with_style(ProgressStyle::with_template("load {bar:40} {pos}/{len} s").expect("template"));
+    let bar = ProgressBar::new(a.seconds)
+        .with_style(ProgressStyle::with_template("load {bar:40} {pos}/{len} s").expect("template"));
     let started = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for (i, token) in tokens.into_iter().enumerate() {
@@ -115,18 +127,33 @@ async fn load(a: Args) -> Result<()> {
                     *e.lock().expect("errors").entry(format!("{what}: {err}")).or_default() += 1;
                 };
                 let t = Instant::now();
-                let claim = c.post::<_, ClaimResponse>("/claim", &ClaimRequest { protocol: PROTOCOL_VERSION, threads: 4, games_per_sec: Some(0.02) }).await;
+                let claim = c
+                    .post::<_, ClaimResponse>(
+                        "/claim",
+                        &ClaimRequest { protocol: PROTOCOL_VERSION, threads: 4, games_per_sec: Some(0.02) },
+                    )
+                    .await;
                 record(&s, "claim", t.elapsed());
                 match claim {
                     Ok(ClaimResponse::Batch(b)) => {
                         let t = Instant::now();
-                        let hb = c.post::<_, HeartbeatResponse>(&format!("/batches/{}/heartbeat", b.batch_id), &HeartbeatRequest { lease_id: b.lease_id }).await;
+                        let hb = c
+                            .post::<_, HeartbeatResponse>(
+                                &format!("/batches/{}/heartbeat", b.batch_id),
+                                &HeartbeatRequest { lease_id: b.lease_id },
+                            )
+                            .await;
                         record(&s, "heartbeat", t.elapsed());
                         if let Err(err) = hb {
                             fail("heartbeat", err.to_string());
                         }
                         let t = Instant::now();
-                        let up = c.post::<_, UploadResponse>(&format!("/batches/{}/result", b.batch_id), &fake_upload(b.lease_id, b.job.games() / 2, &logs)).await;
+                        let up = c
+                            .post::<_, UploadResponse>(
+                                &format!("/batches/{}/result", b.batch_id),
+                                &fake_upload(b.lease_id, b.job.games() / 2, &logs),
+                            )
+                            .await;
                         record(&s, "result", t.elapsed());
                         if let Err(err) = up {
                             fail("result", err.to_string());
@@ -135,7 +162,9 @@ async fn load(a: Args) -> Result<()> {
                     Ok(ClaimResponse::Idle { .. }) => fail("claim", "idle".into()),
                     Err(err) => fail("claim", err.to_string()),
                 }
-                let rest = per_worker_gap.saturating_sub(cycle.elapsed()).min(deadline.saturating_duration_since(Instant::now()));
+                let rest = per_worker_gap
+                    .saturating_sub(cycle.elapsed())
+                    .min(deadline.saturating_duration_since(Instant::now()));
                 tokio::time::sleep(rest).await;
             }
         });
@@ -153,10 +182,15 @@ async fn load(a: Args) -> Result<()> {
     ticker.abort();
     bar.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
-    let _ = researcher.post::<_, serde_json::Value>(&format!("/experiments/{}/stop", exp.id), &serde_json::json!({})).await;
+    let _ =
+        researcher.post::<_, serde_json::Value>(&format!("/experiments/{}/stop", exp.id), &serde_json::json!({})).await;
 
     let samples = samples.lock().expect("samples");
-    let mut out = format!("Simulated workers: {}  target rate: {} req/s  duration: {secs:.1}s\n", a.workers, if a.rate > 0.0 { a.rate.to_string() } else { "unlimited".into() });
+    let mut out = format!(
+        "Simulated workers: {}  target rate: {} req/s  duration: {secs:.1}s\n",
+        a.workers,
+        if a.rate > 0.0 { a.rate.to_string() } else { "unlimited".into() }
+    );
     out.push_str(&format!("{:<10} {:>9} {:>9} {:>9} {:>9}\n", "endpoint", "requests", "req/s", "p50 ms", "p99 ms"));
     let mut total = 0;
     for (what, v) in samples.iter() {

@@ -20,7 +20,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "worker", version, about = "lexhive worker: donate a machine, submit experiments, run the engine locally")]
+#[command(
+    name = "worker",
+    version,
+    about = "lexhive worker: donate a machine, submit experiments, run the engine locally"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -1,8 +1,8 @@
 //! `worker movegen`: one move per line, best first, as `<coord> <word> <score> <equity>`.
 
-use crate::data::{load_leaves, DataArgs};
+use crate::data::{DataArgs, load_leaves};
 use anyhow::Result;
-use engine::bots::{StaticBot, OPENING_VOWEL_PENALTY};
+use engine::bots::{OPENING_VOWEL_PENALTY, StaticBot};
 use engine::cgp::Position;
 use engine::game::MIN_BAG_TO_EXCHANGE;
 use engine::movegen::{Generator, Mode, Request};

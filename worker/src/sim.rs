@@ -1,7 +1,7 @@
 //! `worker sim`: simulate a position and print the candidate table, best first.
 
-use crate::data::{load_leaves, DataArgs};
-use anyhow::{bail, Context, Result};
+use crate::data::{DataArgs, load_leaves};
+use anyhow::{Context, Result, bail};
 use engine::cgp::Position;
 use engine::leavegen::leave_of;
 use engine::sim::{SimConfig, Simulator, StopLevel};
@@ -59,8 +59,17 @@ pub fn run(a: Args) -> Result<()> {
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
     let sim = Simulator { ctx: data.ctx(), leaves, table: &table };
-    let cfg = SimConfig { candidates: a.candidates, plies: a.plies, iterations: a.iterations, stop, seed: a.seed, time_limit: None };
-    let bar = ProgressBar::new(a.iterations).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} iterations  {per_sec}").expect("valid template"));
+    let cfg = SimConfig {
+        candidates: a.candidates,
+        plies: a.plies,
+        iterations: a.iterations,
+        stop,
+        seed: a.seed,
+        time_limit: None,
+    };
+    let bar = ProgressBar::new(a.iterations).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} iterations  {per_sec}").expect("valid template"),
+    );
     let start = Instant::now();
     let result = pool.install(|| sim.run(&game, &cfg, &|done| bar.set_position(done)));
     bar.finish_and_clear();
@@ -83,6 +92,12 @@ pub fn run(a: Args) -> Result<()> {
             if c.cut { "  (cut)" } else { "" }
         ));
     }
-    out.push_str(&format!("Iterations: {}  Plies: {}  Candidates: {}  Seed: {}  Threads: {threads}  Time: {secs:.2}s\n", result.iterations, a.plies, result.candidates.len(), a.seed));
+    out.push_str(&format!(
+        "Iterations: {}  Plies: {}  Candidates: {}  Seed: {}  Threads: {threads}  Time: {secs:.2}s\n",
+        result.iterations,
+        a.plies,
+        result.candidates.len(),
+        a.seed
+    ));
     crate::emit(&out)
 }

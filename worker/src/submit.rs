@@ -21,7 +21,9 @@ pub fn run(a: Args) -> Result<()> {
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("{}: cannot read", a.file.display()))?;
     let client = Client::new(&a.coordinator, Some(a.token))?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let s: Submitted = rt.block_on(client.post_text("/experiments", text)).with_context(|| format!("{}: rejected by {}", a.file.display(), a.coordinator))?;
+    let s: Submitted = rt
+        .block_on(client.post_text("/experiments", text))
+        .with_context(|| format!("{}: rejected by {}", a.file.display(), a.coordinator))?;
     eprintln!("submitted: {} cells, {} games; dashboard: {}/experiments/{}", s.cells, s.games, client.base(), s.id);
     crate::emit(&format!("{}\n", s.id))
 }

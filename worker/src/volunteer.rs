@@ -8,18 +8,18 @@
 use crate::autoplay::Match;
 use crate::client::{Client, ClientError};
 use crate::data::Data;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use engine::autoplay::GameRecord;
 use engine::bots::BotSpec;
-use engine::gcg::{write_csv, write_gcg, CSV_HEADER};
+use engine::gcg::{CSV_HEADER, write_csv, write_gcg};
 use engine::leaves::Klv;
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use shared::PROTOCOL_VERSION;
 use shared::protocol::*;
 use shared::stats::MatchTally;
-use shared::PROTOCOL_VERSION;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -104,7 +104,9 @@ fn credentials_path() -> Result<PathBuf> {
 
 fn load_credentials(path: &Path) -> Result<Vec<Credential>> {
     match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text).with_context(|| format!("{}: not a lexhive credentials file (move it aside to register afresh)", path.display())),
+        Ok(text) => serde_json::from_str(&text).with_context(|| {
+            format!("{}: not a lexhive credentials file (move it aside to register afresh)", path.display())
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e).with_context(|| format!("{}: cannot read", path.display())),
     }
@@ -117,7 +119,13 @@ fn save_credentials(path: &Path, creds: &[Credential]) -> Result<()> {
     let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
     {
         use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp).with_context(|| format!("{}: cannot write", tmp.display()))?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .with_context(|| format!("{}: cannot write", tmp.display()))?;
         f.write_all(serde_json::to_string_pretty(creds)?.as_bytes())?;
         f.sync_all()?;
     }
@@ -158,7 +166,13 @@ pub fn run(a: Args) -> Result<()> {
         bail!("--endgame-table-mb: 1 to 1048576");
     }
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let name = a.name.clone().unwrap_or_else(|| std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "volunteer".into()));
+    let name = a.name.clone().unwrap_or_else(|| {
+        std::fs::read_to_string("/etc/hostname")
+            .map(|h| h.trim().to_string())
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "volunteer".into())
+    });
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(volunteer(a, name, threads, pool))
@@ -260,8 +274,15 @@ async fn credential(client: &Client, name: &str, threads: usize, quit: &AtomicU8
         return Ok((client.with_token(c.token.clone()), false));
     }
     let req = RegisterRequest { protocol: PROTOCOL_VERSION, name: name.to_string(), threads: threads as u32 };
-    let r: RegisterResponse = retry("register", quit, || client.post("/workers/register", &req)).await.context("registering with the coordinator")?;
-    creds.push(Credential { coordinator: client.base().to_string(), name: name.to_string(), worker_id: r.worker_id, token: r.token.clone() });
+    let r: RegisterResponse = retry("register", quit, || client.post("/workers/register", &req))
+        .await
+        .context("registering with the coordinator")?;
+    creds.push(Credential {
+        coordinator: client.base().to_string(),
+        name: name.to_string(),
+        worker_id: r.worker_id,
+        token: r.token.clone(),
+    });
     save_credentials(&path, &creds)?;
     eprintln!("registered as worker {} (token saved in {})", r.worker_id, path.display());
     Ok((client.with_token(r.token), true))
@@ -302,13 +323,19 @@ async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], qui
             bail!("artifact {}: bad sha256 `{}`", r.name, r.sha256);
         }
         // Keep the extension: it tells the loaders the format (.kwg or a word list).
-        let ext = Path::new(&r.name).extension().and_then(|e| e.to_str()).filter(|e| e.chars().all(|c| c.is_ascii_alphanumeric())).unwrap_or("bin");
+        let ext = Path::new(&r.name)
+            .extension()
+            .and_then(|e| e.to_str())
+            .filter(|e| e.chars().all(|c| c.is_ascii_alphanumeric()))
+            .unwrap_or("bin");
         let path = cache.join(format!("{}.{ext}", r.sha256));
         // A cached copy is checked too: a month of uptime meets the odd bad disk block.
         let cached_ok = std::fs::read(&path).is_ok_and(|b| hex(&Sha256::digest(&b)) == r.sha256);
         if !cached_ok {
             let url = format!("/artifacts/{}", r.sha256);
-            let bytes = retry("download", quit, || client.get_bytes(&url)).await.with_context(|| format!("downloading {}", r.name))?;
+            let bytes = retry("download", quit, || client.get_bytes(&url))
+                .await
+                .with_context(|| format!("downloading {}", r.name))?;
             let got = hex(&Sha256::digest(&bytes));
             if got != r.sha256 {
                 bail!("artifact {}: downloaded bytes hash to {got}, not {}", r.name, r.sha256);
@@ -356,13 +383,24 @@ enum Played {
 }
 
 /// Play, heartbeat, upload. Returns the measured games per second when the batch completed.
-async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, pool: &rayon::ThreadPool, endgame: &EndgameSolver, quit: &Arc<AtomicU8>) -> Result<Option<f64>> {
+async fn play_batch(
+    client: &Client,
+    batch: &BatchSpec,
+    loaded: Arc<Loaded>,
+    pool: &rayon::ThreadPool,
+    endgame: &EndgameSolver,
+    quit: &Arc<AtomicU8>,
+) -> Result<Option<f64>> {
     let cancel = Arc::new(AtomicBool::new(false));
     // Why the heartbeat cancelled: lease lost (409/403/404) or the cell no longer needs it.
     let lost = Arc::new(AtomicBool::new(false));
     let heart = {
         let (client, cancel, lost, quit) = (client.clone(), cancel.clone(), lost.clone(), quit.clone());
-        let (path, req, every) = (format!("/batches/{}/heartbeat", batch.batch_id), HeartbeatRequest { lease_id: batch.lease_id }, Duration::from_secs(batch.heartbeat_secs.max(1)));
+        let (path, req, every) = (
+            format!("/batches/{}/heartbeat", batch.batch_id),
+            HeartbeatRequest { lease_id: batch.lease_id },
+            Duration::from_secs(batch.heartbeat_secs.max(1)),
+        );
         tokio::spawn(async move {
             let mut last_beat = Instant::now();
             loop {
@@ -413,7 +451,11 @@ async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, poo
             return Ok(None);
         }
         Err(panic) => {
-            let msg = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "panic".into());
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
             report_failure(client, batch, &format!("engine panicked: {msg}")).await;
             return Ok(None);
         }
@@ -436,9 +478,19 @@ async fn play_batch(client: &Client, batch: &BatchSpec, loaded: Arc<Loaded>, poo
     let secs = elapsed.as_secs_f64().max(1e-3);
     let games = result.games();
     let summary = match (&result, &batch.job) {
-        (JobResult::Match(t), Job::Match(job)) => format!("{games} games  {:.1} games/s{}", games as f64 / secs, t.win_rate().map_or(String::new(), |w| format!("  {}: {:.1}%", job.bot1, 100.0 * w))),
-        (JobResult::Wintable(w), _) => format!("{games} games  {:.1} games/s  {} (unseen, spread) counts", games as f64 / secs, w.counts.len()),
-        (JobResult::Endgame(r), _) => format!("{games} endgames  {} exact  {:.2} s each", r.solved.iter().filter(|s| s.exact || s.skipped).count(), secs / games.max(1) as f64),
+        (JobResult::Match(t), Job::Match(job)) => format!(
+            "{games} games  {:.1} games/s{}",
+            games as f64 / secs,
+            t.win_rate().map_or(String::new(), |w| format!("  {}: {:.1}%", job.bot1, 100.0 * w))
+        ),
+        (JobResult::Wintable(w), _) => {
+            format!("{games} games  {:.1} games/s  {} (unseen, spread) counts", games as f64 / secs, w.counts.len())
+        }
+        (JobResult::Endgame(r), _) => format!(
+            "{games} endgames  {} exact  {:.2} s each",
+            r.solved.iter().filter(|s| s.exact || s.skipped).count(),
+            secs / games.max(1) as f64
+        ),
         _ => unreachable!("a result matches its job"),
     };
     let upload = ResultUpload { lease_id: batch.lease_id, result, elapsed_ms: elapsed.as_millis() as u64, logs };
@@ -460,9 +512,19 @@ struct Cancelled;
 /// Play a match job on the current rayon pool; `cancel` stops it between games.
 fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> {
     let specs = [BotSpec::parse(&job.bot1)?, BotSpec::parse(&job.bot2)?];
-    let m = Match { data: &loaded.data, specs, leaves: loaded.leaves.clone(), table: loaded.table.clone(), seed: job.seed, first_game: 2 * job.first_pair, games: 2 * job.pairs, paired: true };
+    let m = Match {
+        data: &loaded.data,
+        specs,
+        leaves: loaded.leaves.clone(),
+        table: loaded.table.clone(),
+        seed: job.seed,
+        first_game: 2 * job.first_pair,
+        games: 2 * job.pairs,
+        paired: true,
+    };
     let names = [job.bot1.as_str(), job.bot2.as_str()];
-    let games: Mutex<Vec<(u64, engine::autoplay::Outcome, String, String)>> = Mutex::new(Vec::with_capacity(m.games as usize));
+    let games: Mutex<Vec<(u64, engine::autoplay::Outcome, String, String)>> =
+        Mutex::new(Vec::with_capacity(m.games as usize));
     let r = m.play(&|rec: &GameRecord| {
         if cancel.load(Ordering::Relaxed) {
             return Err(Cancelled.into());
@@ -491,7 +553,15 @@ fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> 
         gcg.push_str(g);
         csv.push_str(c);
     }
-    Ok(Played::Done(Box::new(JobResult::Match(tally)), Logs { gcg_sha256: hex(&Sha256::digest(gcg.as_bytes())), gcg_gz: gz64(gcg.as_bytes())?, csv_sha256: hex(&Sha256::digest(csv.as_bytes())), csv_gz: gz64(csv.as_bytes())? }))
+    Ok(Played::Done(
+        Box::new(JobResult::Match(tally)),
+        Logs {
+            gcg_sha256: hex(&Sha256::digest(gcg.as_bytes())),
+            gcg_gz: gz64(gcg.as_bytes())?,
+            csv_sha256: hex(&Sha256::digest(csv.as_bytes())),
+            csv_gz: gz64(csv.as_bytes())?,
+        },
+    ))
 }
 
 /// Play a wintable job's static-vs-static games (each deal once, as `worker wintable generate`
@@ -533,8 +603,14 @@ fn empty_logs() -> Result<Logs> {
 
 /// Solve an endgame job's positions in order, each on `threads` threads (Lazy SMP); `cancel`
 /// stops it between positions. Endgame batches carry no logs: each solution is its own record.
-fn solve(loaded: &Loaded, job: &EndgameJob, solver: &engine::endgame::Solver, threads: usize, cancel: &AtomicBool) -> Result<Played> {
-    use engine::endgame::{sets::bag_emptied, Options};
+fn solve(
+    loaded: &Loaded,
+    job: &EndgameJob,
+    solver: &engine::endgame::Solver,
+    threads: usize,
+    cancel: &AtomicBool,
+) -> Result<Played> {
+    use engine::endgame::{Options, sets::bag_emptied};
     let ctx = loaded.data.ctx();
     let dist = &loaded.data.dist;
     let mut mg = engine::movegen::Generator::new();
@@ -543,15 +619,35 @@ fn solve(loaded: &Loaded, job: &EndgameJob, solver: &engine::endgame::Solver, th
         if cancel.load(Ordering::Relaxed) {
             return Ok(Played::Cancelled);
         }
-        let game = match &p.cgp {
-            Some(cgp) => Some(engine::cgp::Position::parse(cgp, dist).with_context(|| format!("position {}", p.index))?.into_game(&loaded.data.kwg, dist, 0)),
-            None => bag_emptied(ctx, loaded.leaves.clone(), job.seed, p.index, 0, job.extra, &mut mg),
-        };
+        let game =
+            match &p.cgp {
+                Some(cgp) => Some(
+                    engine::cgp::Position::parse(cgp, dist)
+                        .with_context(|| format!("position {}", p.index))?
+                        .into_game(&loaded.data.kwg, dist, 0),
+                ),
+                None => bag_emptied(ctx, loaded.leaves.clone(), job.seed, p.index, 0, job.extra, &mut mg),
+            };
         let Some(game) = game else {
-            solved.push(Solved { index: p.index, cgp: String::new(), skipped: true, value: 0, exact: true, best: String::new(), sequence: String::new(), nodes: 0, ms: 0 });
+            solved.push(Solved {
+                index: p.index,
+                cgp: String::new(),
+                skipped: true,
+                value: 0,
+                exact: true,
+                best: String::new(),
+                sequence: String::new(),
+                nodes: 0,
+                ms: 0,
+            });
             continue;
         };
-        let opts = Options { plies: job.plies, threads, time_limit: Some(Duration::from_millis(job.time_ms)), ..Options::default() };
+        let opts = Options {
+            plies: job.plies,
+            threads,
+            time_limit: Some(Duration::from_millis(job.time_ms)),
+            ..Options::default()
+        };
         let sol = solver.solve(ctx, &game, &opts, &|_| {}).map_err(|e| anyhow::anyhow!("position {}: {e}", p.index))?;
         let best = sol.pv.first().map_or("-".to_string(), |m| m.notation(dist, |r, c| game.board.at(r, c)));
         solved.push(Solved {

@@ -2,8 +2,8 @@
 //! probabilities up.
 
 use crate::autoplay::Match;
-use crate::data::{load_leaves, write_atomic, DataArgs};
-use anyhow::{bail, Result};
+use crate::data::{DataArgs, load_leaves, write_atomic};
+use anyhow::{Result, bail};
 use engine::bots::BotSpec;
 use engine::winpct::WinSamples;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -48,10 +48,21 @@ pub fn run(cmd: Cmd) -> Result<()> {
             let leaves = load_leaves(None)?.map(Arc::new);
             let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
-            let m = Match { data: &data, specs: [BotSpec::Static, BotSpec::Static], leaves, table: None, seed, first_game: 0, games, paired: false };
+            let m = Match {
+                data: &data,
+                specs: [BotSpec::Static, BotSpec::Static],
+                leaves,
+                table: None,
+                seed,
+                first_game: 0,
+                games,
+                paired: false,
+            };
             // Counts are integers, so the table does not depend on the order games finish in.
             let samples = Mutex::new(WinSamples::new(&data.dist));
-            let bar = ProgressBar::new(games).with_style(ProgressStyle::with_template("{bar:40} {pos}/{len} games  eta {eta}").expect("valid template"));
+            let bar = ProgressBar::new(games).with_style(
+                ProgressStyle::with_template("{bar:40} {pos}/{len} games  eta {eta}").expect("valid template"),
+            );
             pool.install(|| {
                 m.play(&|rec| {
                     samples.lock().expect("samples").add_game(rec);

@@ -4,7 +4,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn worker(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_worker")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().expect("runs")
+    Command::new(env!("CARGO_BIN_EXE_worker"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -59,7 +63,13 @@ fn bad_word_lists_and_graphs_fail_with_file_and_line_and_status_2() {
     let o = worker(&["lexicon", "check", corrupt.to_str().unwrap(), "cat"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("corrupt.kwg"), "{}", stderr(&o));
-    let o = worker(&["movegen", "--lexicon", d.join("nope.kwg").to_str().unwrap(), "--cgp", &format!("{EMPTY} CAT/ 0/0 0")]);
+    let o = worker(&[
+        "movegen",
+        "--lexicon",
+        d.join("nope.kwg").to_str().unwrap(),
+        "--cgp",
+        &format!("{EMPTY} CAT/ 0/0 0"),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nope.kwg") && stderr(&o).contains("cannot read"), "{}", stderr(&o));
 }
@@ -96,7 +106,19 @@ fn malformed_positions_fail_with_the_field_named_and_status_2() {
 fn autoplay_summary_logs_and_thread_independence() {
     let d = temp("auto");
     let run = |threads: &str, log: Option<&Path>| {
-        let mut args = vec!["autoplay", "--bot1", "static", "--bot2", "softmax:t=2,bag=40", "--games", "6", "--seed", "9", "--threads", threads];
+        let mut args = vec![
+            "autoplay",
+            "--bot1",
+            "static",
+            "--bot2",
+            "softmax:t=2,bag=40",
+            "--games",
+            "6",
+            "--seed",
+            "9",
+            "--threads",
+            threads,
+        ];
         let l;
         if let Some(p) = log {
             l = p.display().to_string();
@@ -112,20 +134,37 @@ fn autoplay_summary_logs_and_thread_independence() {
     assert!(first_wins.starts_with("static wins: "), "{one}");
     assert!(one.starts_with("Games played: 6\n"));
     // Timings are the machine's; everything else must match.
-    let body = |s: &str| s.lines().filter(|l| !l.starts_with("Seed:") && !l.contains("Time Per Move")).map(String::from).collect::<Vec<_>>();
+    let body = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with("Seed:") && !l.contains("Time Per Move"))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(body(&one), body(&two), "results do not depend on the thread count");
-    let gcgs: Vec<PathBuf> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "gcg")).collect();
+    let gcgs: Vec<PathBuf> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "gcg"))
+        .collect();
     assert_eq!(gcgs.len(), 6);
     // Every logged game replays legally, move by move and score by score.
     let dist = engine::tiles::Distribution::english();
     let layout = engine::board::Layout::standard();
     let text = std::fs::read_to_string(enable_txt()).unwrap();
-    let kwg = engine::lexicon::Kwg::build(&engine::lexicon::parse_word_list(&text, &dist, "enable.txt").unwrap()).unwrap();
+    let kwg =
+        engine::lexicon::Kwg::build(&engine::lexicon::parse_word_list(&text, &dist, "enable.txt").unwrap()).unwrap();
     let ctx = engine::movegen::Ctx { kwg: &kwg, dist: &dist, layout: &layout };
     for p in &gcgs {
         let gcg = std::fs::read_to_string(p).unwrap();
         let r = engine::gcg::replay(&gcg, ctx, &p.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
-        let last_total = |nick: &str| gcg.lines().rfind(|l| l.starts_with(&format!(">{nick}:"))).and_then(|l| l.rsplit(' ').next()).unwrap().parse::<i32>().unwrap();
+        let last_total = |nick: &str| {
+            gcg.lines()
+                .rfind(|l| l.starts_with(&format!(">{nick}:")))
+                .and_then(|l| l.rsplit(' ').next())
+                .unwrap()
+                .parse::<i32>()
+                .unwrap()
+        };
         assert_eq!(r.scores, [last_total("p1"), last_total("p2")]);
         assert!(r.moves > 10);
     }
@@ -141,7 +180,22 @@ fn autoplay_summary_logs_and_thread_independence() {
 fn leave_generation_is_reproducible_whatever_the_thread_count() {
     let d = temp("leaves");
     let generate = |threads: &str, out: &Path| {
-        let o = worker(&["leaves", "generate", "--lexicon", &enable_txt(), "--games", "30", "--iterations", "2", "--seed", "3", "--threads", threads, "--out", out.to_str().unwrap()]);
+        let o = worker(&[
+            "leaves",
+            "generate",
+            "--lexicon",
+            &enable_txt(),
+            "--games",
+            "30",
+            "--iterations",
+            "2",
+            "--seed",
+            "3",
+            "--threads",
+            threads,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
         std::fs::read(out).unwrap()
     };
@@ -160,14 +214,36 @@ fn leave_generation_is_reproducible_whatever_the_thread_count() {
 fn win_table_generation_is_reproducible_and_readable() {
     let d = temp("wintable");
     let generate = |threads: &str, out: &Path| {
-        let o = worker(&["wintable", "generate", "--games", "60", "--seed", "4", "--threads", threads, "--out", out.to_str().unwrap()]);
+        let o = worker(&[
+            "wintable",
+            "generate",
+            "--games",
+            "60",
+            "--seed",
+            "4",
+            "--threads",
+            threads,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
         std::fs::read(out).unwrap()
     };
     let a = generate("1", &d.join("a.wpt"));
     let b = generate("2", &d.join("b.wpt"));
     assert!(a == b, "same seed, same table, any thread count");
-    let o = worker(&["wintable", "show", "--table", d.join("a.wpt").to_str().unwrap(), "--unseen", "20", "--", "-40", "0", "40"]);
+    let o = worker(&[
+        "wintable",
+        "show",
+        "--table",
+        d.join("a.wpt").to_str().unwrap(),
+        "--unseen",
+        "20",
+        "--",
+        "-40",
+        "0",
+        "40",
+    ]);
     let p: Vec<f64> = stdout(&o).lines().map(|l| l.split(' ').nth(1).unwrap().parse().unwrap()).collect();
     assert!(p[0] < p[1] && p[1] < p[2], "{p:?}");
     // A damaged table names its file and line.
@@ -181,7 +257,21 @@ fn win_table_generation_is_reproducible_and_readable() {
 #[test]
 fn sim_table_is_the_same_on_one_and_two_threads() {
     let run = |threads: &str| {
-        let o = worker(&["sim", "--lexicon", &enable_txt(), "--cgp", &format!("{EMPTY} AEINRST/ 0/0 0"), "--candidates", "4", "--iterations", "128", "--seed", "7", "--threads", threads]);
+        let o = worker(&[
+            "sim",
+            "--lexicon",
+            &enable_txt(),
+            "--cgp",
+            &format!("{EMPTY} AEINRST/ 0/0 0"),
+            "--candidates",
+            "4",
+            "--iterations",
+            "128",
+            "--seed",
+            "7",
+            "--threads",
+            threads,
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
         // Everything but the timing line.
         stdout(&o).lines().filter(|l| !l.starts_with("Iterations:")).map(str::to_string).collect::<Vec<_>>()
@@ -199,9 +289,27 @@ fn sim_table_is_the_same_on_one_and_two_threads() {
 #[test]
 fn sim_bot_plays_the_same_games_on_any_thread_count() {
     let run = |threads: &str| {
-        let o = worker(&["autoplay", "--lexicon", &enable_txt(), "--bot1", "sim:k=3,plies=1,iterations=16", "--bot2", "static", "--games", "2", "--seed", "5", "--threads", threads]);
+        let o = worker(&[
+            "autoplay",
+            "--lexicon",
+            &enable_txt(),
+            "--bot1",
+            "sim:k=3,plies=1,iterations=16",
+            "--bot2",
+            "static",
+            "--games",
+            "2",
+            "--seed",
+            "5",
+            "--threads",
+            threads,
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
-        stdout(&o).lines().filter(|l| !l.starts_with("Seed:") && !l.contains("Time Per Move")).map(str::to_string).collect::<Vec<_>>()
+        stdout(&o)
+            .lines()
+            .filter(|l| !l.starts_with("Seed:") && !l.contains("Time Per Move"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
     };
     assert_eq!(run("1"), run("2"));
 }
@@ -210,7 +318,13 @@ fn sim_bot_plays_the_same_games_on_any_thread_count() {
 fn endgame_prints_value_and_best_move_the_same_at_one_and_two_threads() {
     let cgp = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/endgame-bench.cgp")).unwrap();
     let cgp = cgp.lines().find(|l| !l.starts_with('#')).unwrap().to_string();
-    let field = |out: &str, key: &str| out.lines().find_map(|l| l.strip_prefix(key)).map(str::trim).map(String::from).unwrap_or_else(|| panic!("no `{key}` in {out}"));
+    let field = |out: &str, key: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::trim)
+            .map(String::from)
+            .unwrap_or_else(|| panic!("no `{key}` in {out}"))
+    };
     let mut values = Vec::new();
     for threads in ["1", "2"] {
         let o = worker(&["endgame", "--cgp", &cgp, "--threads", threads, "--table-mb", "32"]);
@@ -227,7 +341,8 @@ fn endgame_prints_value_and_best_move_the_same_at_one_and_two_threads() {
 
     // Stuck tiles are named, the mover's first: the benchmark set's line 11, where the other
     // side holds a Z that no play places.
-    let bench = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/endgame-bench.cgp")).unwrap();
+    let bench =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/endgame-bench.cgp")).unwrap();
     let o = worker(&["endgame", "--cgp", bench.lines().nth(10).unwrap(), "--plies", "1", "--table-mb", "32"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(field(&stdout(&o), "stuck:"), "/Z");

@@ -20,16 +20,16 @@ mod plays;
 pub mod sets;
 pub mod tt;
 
-use crate::board::{Board, CrossMemo, ACROSS, DIM};
+use crate::board::{ACROSS, Board, CrossMemo, DIM};
 use crate::game::{Game, MAX_SCORELESS_TURNS};
 use crate::movegen::{Ctx, Generator, RACK_SIZE};
 use crate::moves::{Kind, Move};
-use crate::rng::{mix, Rng};
-use crate::tiles::{letter_of, BLANK_BIT};
+use crate::rng::{Rng, mix};
+use crate::tiles::{BLANK_BIT, letter_of};
+use plays::{LANES, Plays};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use plays::{Plays, LANES};
 use tt::{Bound, Entry, Table};
 
 /// Beyond any reachable spread.
@@ -130,7 +130,9 @@ impl Keys {
         let mut rng = Rng::new(0x1e_7a11_5eed);
         let square = (0..DIM * DIM).map(|_| std::array::from_fn(|_| rng.next_u64())).collect();
         // Count 0 contributes nothing, so a tile kind absent from a rack needs no key.
-        let rack = std::array::from_fn(|_| std::array::from_fn(|_| std::array::from_fn(|c| if c == 0 { 0 } else { rng.next_u64() })));
+        let rack = std::array::from_fn(|_| {
+            std::array::from_fn(|_| std::array::from_fn(|c| if c == 0 { 0 } else { rng.next_u64() }))
+        });
         let side = rng.next_u64();
         let scoreless = std::array::from_fn(|_| rng.next_u64());
         Self { square, rack, side, scoreless }
@@ -205,7 +207,8 @@ enum Enter {
 /// its lane (`dir * DIM + lane`; 31 for a pass), the rest a hash, and it is never 0.
 pub(crate) fn fingerprint(m: &Move) -> u32 {
     let lane = if m.kind == Kind::Place { m.dir as u32 * DIM as u32 + m.lane as u32 } else { 31 };
-    let mut h = (m.kind as u64) << 40 | (m.dir as u64) << 32 | (m.lane as u64) << 24 | (m.start as u64) << 16 | m.len as u64;
+    let mut h =
+        (m.kind as u64) << 40 | (m.dir as u64) << 32 | (m.lane as u64) << 24 | (m.start as u64) << 16 | m.len as u64;
     for chunk in m.tiles.chunks(8) {
         let mut w = 0u64;
         for &b in chunk {
@@ -286,7 +289,13 @@ impl Solver {
 
     /// Solve the endgame of `game` (the bag must be empty) for the player on turn. `progress`
     /// hears each completed depth of the main thread.
-    pub fn solve(&self, ctx: Ctx, game: &Game, opts: &Options, progress: &(dyn Fn(&Depth) + Sync)) -> Result<Solution, EndgameError> {
+    pub fn solve(
+        &self,
+        ctx: Ctx,
+        game: &Game,
+        opts: &Options,
+        progress: &(dyn Fn(&Depth) + Sync),
+    ) -> Result<Solution, EndgameError> {
         let root = self.root(ctx, game)?;
         let start = Instant::now();
         let shared = Shared {
@@ -321,7 +330,8 @@ impl Solver {
         }
         // Under a time limit that has run out, these come from depth-limited searches.
         main.stopped = false;
-        let first_moves = if opts.first_moves > 0 { main.first_moves(&root, opts.first_moves, max_depth) } else { Vec::new() };
+        let first_moves =
+            if opts.first_moves > 0 { main.first_moves(&root, opts.first_moves, max_depth) } else { Vec::new() };
         main.flush_nodes();
         Ok(Solution {
             value: iteration.value,
@@ -364,7 +374,18 @@ struct Search<'s> {
 
 impl<'s> Search<'s> {
     fn new(sh: &'s Shared<'s>, jitter: Option<Rng>) -> Self {
-        Self { sh, mg: Generator::new(), plays: Plays::default(), cross: CrossMemo::new(sh.ctx.kwg), moves: Vec::new(), pv: Vec::new(), nodes: 0, jitter, stopped: false, must_finish: false }
+        Self {
+            sh,
+            mg: Generator::new(),
+            plays: Plays::default(),
+            cross: CrossMemo::new(sh.ctx.kwg),
+            moves: Vec::new(),
+            pv: Vec::new(),
+            nodes: 0,
+            jitter,
+            stopped: false,
+            must_finish: false,
+        }
     }
 
     fn flush_nodes(&mut self) {
@@ -374,7 +395,14 @@ impl<'s> Search<'s> {
 
     /// Iterative deepening from `root` until it is solved, `max_depth` or the stop flag; the
     /// last completed iteration.
-    fn deepen(&mut self, root: &Node, max_depth: u8, win_only: bool, offset: u8, progress: &dyn Fn(&Depth)) -> Option<Iteration> {
+    fn deepen(
+        &mut self,
+        root: &Node,
+        max_depth: u8,
+        win_only: bool,
+        offset: u8,
+        progress: &dyn Fn(&Depth),
+    ) -> Option<Iteration> {
         let start = Instant::now();
         let mut last: Option<Iteration> = None;
         let mut depth = 1 + offset;
@@ -400,7 +428,13 @@ impl<'s> Search<'s> {
             };
             let pv = self.pv.first().cloned().unwrap_or_default();
             let best = pv.first().copied().unwrap_or(Move::PASS);
-            progress(&Depth { depth, value, best, nodes: self.sh.nodes.load(Relaxed) + self.nodes % CHECK_EVERY, elapsed: start.elapsed() });
+            progress(&Depth {
+                depth,
+                value,
+                best,
+                nodes: self.sh.nodes.load(Relaxed) + self.nodes % CHECK_EVERY,
+                elapsed: start.elapsed(),
+            });
             last = Some(Iteration { value, exact: !horizon, pv, depth });
             if !horizon {
                 break;
@@ -435,7 +469,17 @@ impl<'s> Search<'s> {
     /// Search the position `mv` leads to from `node` (`head`, its board built only when the
     /// table does not already answer), from its mover's view.
     #[allow(clippy::too_many_arguments)]
-    fn visit(&mut self, node: &Node, mv: &Move, head: Head, child: &mut Option<Box<Node>>, depth: u8, ply: usize, alpha: i32, beta: i32) -> (i32, bool) {
+    fn visit(
+        &mut self,
+        node: &Node,
+        mv: &Move,
+        head: Head,
+        child: &mut Option<Box<Node>>,
+        depth: u8,
+        ply: usize,
+        alpha: i32,
+        beta: i32,
+    ) -> (i32, bool) {
         match self.enter(head.hash, head.spread, depth, ply, alpha, beta) {
             Enter::Done(v, h) => (v, h),
             Enter::Search(tt_move) => {
@@ -691,7 +735,14 @@ impl<'s> Search<'s> {
         let mut board = node.board.clone();
         let mut lanes = node.lanes;
         if mv.kind == Kind::Place {
-            let touched = board.place_with(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), &mut self.cross, self.sh.ctx.dist);
+            let touched = board.place_with(
+                mv.dir(),
+                mv.lane as usize,
+                mv.start as usize,
+                mv.tiles(),
+                &mut self.cross,
+                self.sh.ctx.dist,
+            );
             for bit in (0..LANES).filter(|&b| touched >> b & 1 != 0) {
                 lanes[bit] = board.lane_key(bit / DIM, bit % DIM);
             }

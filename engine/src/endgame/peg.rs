@@ -71,7 +71,14 @@ pub fn after(ctx: Ctx, game: &Game, mv: &Move, tile: u8) -> Game {
 
 /// Rank `moves` (placements; anything else is skipped) of a position with one tile in the bag.
 /// Each endgame is solved with `opts`; `progress` hears each candidate done.
-pub fn rank(solver: &Solver, ctx: Ctx, game: &Game, moves: &[Move], opts: &Options, progress: &dyn Fn()) -> Result<Vec<Candidate>, PegError> {
+pub fn rank(
+    solver: &Solver,
+    ctx: Ctx,
+    game: &Game,
+    moves: &[Move],
+    opts: &Options,
+    progress: &dyn Fn(),
+) -> Result<Vec<Candidate>, PegError> {
     if game.bag.len() != 1 {
         return Err(PegError::BagNotOne(game.bag.len()));
     }
@@ -91,7 +98,8 @@ pub fn rank(solver: &Solver, ctx: Ctx, game: &Game, moves: &[Move], opts: &Optio
             };
             outcomes.push(Outcome { tile, weight, value, exact });
         }
-        let wins = outcomes.iter().map(|o| o.weight as f64 * (o.value.signum() as f64 + 1.0) / 2.0).sum::<f64>() / total as f64;
+        let wins = outcomes.iter().map(|o| o.weight as f64 * (o.value.signum() as f64 + 1.0) / 2.0).sum::<f64>()
+            / total as f64;
         let spread = outcomes.iter().map(|o| o.weight as f64 * o.value as f64).sum::<f64>() / total as f64;
         out.push(Candidate { mv: *mv, wins, spread, outcomes });
         progress();

@@ -10,10 +10,10 @@
 //! plays in generation order, lanes in bit order, then the pass), so a search is repeatable.
 //! Lane keys describe a lane fully only on a board with tiles, which every endgame has.
 
-use crate::board::{lane_bit, Board, DIM};
-use crate::leaves::RackLeaves;
-use crate::movegen::{Ctx, Generator, Mode, Request, ALL_LANES};
 use super::fingerprint;
+use crate::board::{Board, DIM, lane_bit};
+use crate::leaves::RackLeaves;
+use crate::movegen::{ALL_LANES, Ctx, Generator, Mode, Request};
 use crate::moves::{Kind, Move};
 use crate::rng::mix;
 
@@ -94,7 +94,15 @@ impl Plays {
 
     /// The best moves by worth, going out earning `out_bonus` more: what a scan of `all` would
     /// find first, without listing the moves.
-    pub fn best(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], out_bonus: i32) -> Best {
+    pub fn best(
+        &mut self,
+        mg: &mut Generator,
+        ctx: Ctx,
+        board: &Board,
+        keys: &[u64; LANES],
+        rack: &[u8],
+        out_bonus: i32,
+    ) -> Best {
         let lanes = self.lanes(mg, ctx, board, keys, rack, ALL_LANES);
         let (mut any, mut out) = ((u32::MAX, 0), (u32::MAX, 0));
         for l in &lanes {
@@ -119,7 +127,15 @@ impl Plays {
 
     /// The move whose `fingerprint` is `fp`, if `rack` has it on `board`: looked for in its
     /// lane alone.
-    pub fn find(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], fp: u32) -> Option<Move> {
+    pub fn find(
+        &mut self,
+        mg: &mut Generator,
+        ctx: Ctx,
+        board: &Board,
+        keys: &[u64; LANES],
+        rack: &[u8],
+        fp: u32,
+    ) -> Option<Move> {
         let bit = (fp & 31) as usize;
         if bit >= LANES {
             return (fingerprint(&Move::PASS) == fp).then_some(Move::PASS);
@@ -130,7 +146,15 @@ impl Plays {
 
     /// The plays of each lane in `wanted` (the others are left empty), generating the (lane,
     /// rack) pairs not seen before.
-    fn lanes(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], wanted: u32) -> [Lane; LANES] {
+    fn lanes(
+        &mut self,
+        mg: &mut Generator,
+        ctx: Ctx,
+        board: &Board,
+        keys: &[u64; LANES],
+        rack: &[u8],
+        wanted: u32,
+    ) -> [Lane; LANES] {
         if self.plays.len() > MAX_PLAYS || self.slots.is_empty() {
             self.slots.clear();
             self.slots.resize(SLOTS, (0, Lane::default()));
@@ -154,12 +178,14 @@ impl Plays {
         let leaves = RackLeaves::new(rack, |_| 0);
         let req = Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
         self.found.clear();
-        self.found.extend(mg.generate_lanes(ctx, &req, Mode::All, missing, None).iter().filter(|m| m.kind == Kind::Place));
+        self.found
+            .extend(mg.generate_lanes(ctx, &req, Mode::All, missing, None).iter().filter(|m| m.kind == Kind::Place));
         // Stable: within a lane, generation order.
         self.found.sort_by_key(|m| m.dir as usize * DIM + m.lane as usize);
         let mut found = self.found.iter().peekable();
         for bit in (0..LANES).filter(|&b| missing & lane_bit(0, b) != 0) {
-            let mut l = Lane { start: self.plays.len() as u32, keep: (u32::MAX, 0), out: (u32::MAX, 0), ..Lane::default() };
+            let mut l =
+                Lane { start: self.plays.len() as u32, keep: (u32::MAX, 0), out: (u32::MAX, 0), ..Lane::default() };
             while let Some(m) = found.next_if(|m| m.dir as usize * DIM + m.lane as usize == bit) {
                 let at = self.plays.len() as u32;
                 let worth = m.score + m.rack_tiles().map(|t| ctx.dist.score(t)).sum::<i32>();

@@ -4,14 +4,22 @@ use crate::bots::{Player, StaticBot};
 use crate::game::Game;
 use crate::leaves::Klv;
 use crate::movegen::{Ctx, Generator};
-use crate::rng::{derive, Rng};
+use crate::rng::{Rng, derive};
 use std::sync::Arc;
 
 /// Position `index` of the set seeded `seed`: a static-vs-static game dealt from
 /// `derive(seed, index)` at the first turn the bag holds exactly `bag` tiles (0: the turn it
 /// emptied), with `extra` more static moves played after it (to get smaller endgames). `None`
 /// when that game never got there.
-pub fn bag_emptied(ctx: Ctx, leaves: Option<Arc<Klv>>, seed: u64, index: u64, bag: usize, extra: usize, mg: &mut Generator) -> Option<Game> {
+pub fn bag_emptied(
+    ctx: Ctx,
+    leaves: Option<Arc<Klv>>,
+    seed: u64,
+    index: u64,
+    bag: usize,
+    extra: usize,
+    mg: &mut Generator,
+) -> Option<Game> {
     let deal = derive(seed, index);
     let mut game = Game::new(ctx.dist, deal);
     let mut bot = StaticBot::new(leaves);
@@ -41,7 +49,14 @@ pub fn bag_emptied(ctx: Ctx, leaves: Option<Arc<Klv>>, seed: u64, index: u64, ba
 
 /// The first `count` positions of the set seeded `seed` (indices with no such position are
 /// skipped), with their indices.
-pub fn bag_emptied_set(ctx: Ctx, leaves: Option<Arc<Klv>>, seed: u64, count: usize, bag: usize, extra: usize) -> Vec<(u64, Game)> {
+pub fn bag_emptied_set(
+    ctx: Ctx,
+    leaves: Option<Arc<Klv>>,
+    seed: u64,
+    count: usize,
+    bag: usize,
+    extra: usize,
+) -> Vec<(u64, Game)> {
     let mut mg = Generator::new();
     let mut out = Vec::with_capacity(count);
     let mut index = 0;

@@ -49,7 +49,13 @@ impl Entry {
             1 => Bound::Lower,
             _ => Bound::Upper,
         };
-        Self { value: d as u16 as i16, depth: (d >> 16) as u8, bound, solved: d >> 26 & 1 == 1, mv: (d >> 32) as u32 & 0xFF_FFFF }
+        Self {
+            value: d as u16 as i16,
+            depth: (d >> 16) as u8,
+            bound,
+            solved: d >> 26 & 1 == 1,
+            mv: (d >> 32) as u32 & 0xFF_FFFF,
+        }
     }
 }
 
@@ -91,9 +97,12 @@ impl Table {
     pub fn put(&self, key: u64, e: Entry) {
         let i = 2 * (key as usize & self.mask);
         if let Some(old) = self.get(key)
-            && old.depth > e.depth && !e.solved && old.bound == Bound::Exact {
-                return;
-            }
+            && old.depth > e.depth
+            && !e.solved
+            && old.bound == Bound::Exact
+        {
+            return;
+        }
         let data = e.pack();
         self.slots[i].store(key ^ data, Relaxed);
         self.slots[i + 1].store(data, Relaxed);

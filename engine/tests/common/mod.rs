@@ -2,13 +2,13 @@
 //! deliberately simple reference move generator that shares no code with the fast one.
 #![allow(dead_code)]
 
-use engine::board::{Board, Layout, ACROSS, DIM, DOWN};
+use engine::board::{ACROSS, Board, DIM, DOWN, Layout};
 use engine::bots::BotSpec;
 use engine::game::Game;
-use engine::lexicon::{parse_word_list, Kwg};
+use engine::lexicon::{Kwg, parse_word_list};
 use engine::movegen::{Ctx, Generator};
-use engine::rng::{derive, Rng};
-use engine::tiles::{Distribution, BLANK_BIT};
+use engine::rng::{Rng, derive};
+use engine::tiles::{BLANK_BIT, Distribution};
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
@@ -81,7 +81,10 @@ pub fn positions(lex: &Lex, count: usize, seed: u64) -> Vec<(Board, Vec<u8>)> {
         let deal = derive(seed, g);
         g += 1;
         let mut game = Game::new(dist(), deal);
-        let mut bots = [BotSpec::parse("softmax:t=4,bag=0").unwrap().build(None, None).unwrap(), BotSpec::parse("greedy").unwrap().build(None, None).unwrap()];
+        let mut bots = [
+            BotSpec::parse("softmax:t=4,bag=0").unwrap().build(None, None).unwrap(),
+            BotSpec::parse("greedy").unwrap().build(None, None).unwrap(),
+        ];
         let mut rng = Rng::new(deal);
         while !game.is_over() && out.len() < count {
             let mut rack = game.racks[game.on_turn].clone();
@@ -109,7 +112,8 @@ pub type RefMove = (usize, usize, usize, Vec<u8>, i32);
 pub fn reference_moves(lex: &Lex, board: &Board, rack: &[u8]) -> Vec<RefMove> {
     let dist = dist();
     let layout = layout();
-    let at = |dir: usize, lane: usize, pos: usize| if dir == ACROSS { board.at(lane, pos) } else { board.at(pos, lane) };
+    let at =
+        |dir: usize, lane: usize, pos: usize| if dir == ACROSS { board.at(lane, pos) } else { board.at(pos, lane) };
     let rc = |dir: usize, lane: usize, pos: usize| if dir == ACROSS { (lane, pos) } else { (pos, lane) };
     let mut counts = [0u8; 64];
     for &t in rack {
@@ -134,7 +138,9 @@ pub fn reference_moves(lex: &Lex, board: &Board, rack: &[u8]) -> Vec<RefMove> {
                             let (r, c) = rc(dir, lane, p);
                             [(0i32, 1i32), (0, -1), (1, 0), (-1, 0)].iter().any(|&(dr, dc)| {
                                 let (r2, c2) = (r as i32 + dr, c as i32 + dc);
-                                (0..DIM as i32).contains(&r2) && (0..DIM as i32).contains(&c2) && board.at(r2 as usize, c2 as usize) != 0
+                                (0..DIM as i32).contains(&r2)
+                                    && (0..DIM as i32).contains(&c2)
+                                    && board.at(r2 as usize, c2 as usize) != 0
                             })
                         })
                         || (board.is_empty() && empties.iter().any(|&p| rc(dir, lane, p) == layout.start));
@@ -197,7 +203,16 @@ pub fn reference_moves(lex: &Lex, board: &Board, rack: &[u8]) -> Vec<RefMove> {
 
 /// Score a placement from first principles, or `None` if a cross-word is not a word.
 #[allow(clippy::too_many_arguments)]
-fn ref_score(lex: &Lex, board: &Board, dir: usize, lane: usize, start: usize, tiles: &[u8], dist: &Distribution, layout: &Layout) -> Option<i32> {
+fn ref_score(
+    lex: &Lex,
+    board: &Board,
+    dir: usize,
+    lane: usize,
+    start: usize,
+    tiles: &[u8],
+    dist: &Distribution,
+    layout: &Layout,
+) -> Option<i32> {
     let sq = |p: usize| if dir == ACROSS { (lane, p) } else { (p, lane) };
     let (mut main, mut wm, mut total, mut placed) = (0, 1, 0, 0);
     for (k, &t) in tiles.iter().enumerate() {
@@ -214,7 +229,11 @@ fn ref_score(lex: &Lex, board: &Board, dir: usize, lane: usize, start: usize, ti
         // The perpendicular word through (r, c).
         let (dr, dc) = if dir == ACROSS { (1i32, 0i32) } else { (0, 1) };
         let on = |r: i32, c: i32| -> u8 {
-            if (0..DIM as i32).contains(&r) && (0..DIM as i32).contains(&c) { board.at(r as usize, c as usize) } else { 0 }
+            if (0..DIM as i32).contains(&r) && (0..DIM as i32).contains(&c) {
+                board.at(r as usize, c as usize)
+            } else {
+                0
+            }
         };
         let (mut r0, mut c0) = (r as i32, c as i32);
         while on(r0 - dr, c0 - dc) != 0 {
