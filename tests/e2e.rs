@@ -93,6 +93,19 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
     }
     // Every uploaded game replays under the rules and gives the uploaded result.
     assert_eq!(check_replays(&coord.url, &db.url, id).await?, 480);
+    // `worker autoplay` plays the same deals for cell 0 and prints the interval the page shows.
+    let out = std::process::Command::new(bin("worker"))
+        .args(["autoplay", "--bot1", "static", "--bot2", "greedy", "--games", "240", "--seed", "11", "--threads", "2"])
+        .output()?;
+    ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cli = String::from_utf8(out.stdout)?;
+    let line = cli.lines().find_map(|l| l.strip_prefix("static win rate: ")).expect("a win-rate line");
+    let (rate, interval) = line.split_once(" (95%: ").expect("rate and interval");
+    let interval = interval.trim_end_matches(')');
+    let page = reqwest::get(format!("{}/experiments/{id}", coord.url)).await?.text().await?;
+    let row = page.split("<tr class=\"cell\" data-index=\"0\">").nth(1).expect("cell 0's row");
+    let row = &row[..row.find("</tr>").unwrap()];
+    ensure!(row.contains(&format!(">{rate}<")) && row.contains(interval), "CLI `{line}` vs page row {row}");
     // Recomputing from stored batch results changes nothing.
     let out = coordinator_cmd(&db.url, &["recompute"])?;
     assert!(out.contains("2 cells recomputed, 0 differed"), "{out}");

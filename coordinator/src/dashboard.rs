@@ -30,7 +30,7 @@ fn page(title: &str, refresh: bool, body: &str) -> Html<String> {
 }
 
 fn pct(x: Option<f64>) -> String {
-    x.map_or("–".into(), |x| format!("{:.1}%", 100.0 * x))
+    x.map_or("–".into(), shared::stats::pct)
 }
 
 fn progress(done: i64, target: i64) -> String {

@@ -14,6 +14,7 @@ use crate::leaves::{Klv, RackLeaves};
 use crate::movegen::{Ctx, Generator, Mode};
 use crate::moves::{Kind, Move};
 use crate::rng::{Rng, derive};
+use crate::stats::{Welford, Z95, Z98, Z99};
 use crate::winpct::WinTable;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -58,37 +59,10 @@ impl StopLevel {
     /// Two-sided normal quantile.
     pub fn z(self) -> f64 {
         match self {
-            Self::S95 => 1.96,
-            Self::S98 => 2.326,
-            Self::S99 => 2.576,
+            Self::S95 => Z95,
+            Self::S98 => Z98,
+            Self::S99 => Z99,
         }
-    }
-}
-
-/// Running mean and variance, summed in a fixed order.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Stat {
-    pub n: u64,
-    sum: f64,
-    sumsq: f64,
-}
-
-impl Stat {
-    pub fn add(&mut self, x: f64) {
-        self.n += 1;
-        self.sum += x;
-        self.sumsq += x * x;
-    }
-    pub fn mean(&self) -> f64 {
-        if self.n == 0 { 0.0 } else { self.sum / self.n as f64 }
-    }
-    /// Standard error of the mean.
-    pub fn stderr(&self) -> f64 {
-        if self.n < 2 {
-            return f64::INFINITY;
-        }
-        let n = self.n as f64;
-        ((self.sumsq - self.sum * self.sum / n).max(0.0) / (n - 1.0) / n).sqrt()
     }
 }
 
@@ -96,9 +70,9 @@ impl Stat {
 pub struct Candidate {
     pub mv: Move,
     /// Win probability of the player to move (0..1).
-    pub win: Stat,
+    pub win: Welford,
     /// Spread change plus leave values, in points.
-    pub equity: Stat,
+    pub equity: Welford,
     /// Cut by the stopping rule (its statistics stop there).
     pub cut: bool,
 }
@@ -139,7 +113,7 @@ impl Simulator<'_> {
         base.adjustments.clear();
         let mut cands: Vec<Candidate> = moves
             .into_iter()
-            .map(|mv| Candidate { mv, win: Stat::default(), equity: Stat::default(), cut: false })
+            .map(|mv| Candidate { mv, win: Welford::default(), equity: Welford::default(), cut: false })
             .collect();
         // The unseen tiles from the mover's seat: the bag and the opponent's rack.
         let mut unseen: Vec<u8> = base.bag.tiles().to_vec();

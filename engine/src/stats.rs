@@ -1,143 +1,104 @@
-//! Match statistics: win rates with 95% intervals, scores, bingos, points per turn, first-move
-//! advantage, and paired-deal statistics.
-
-use crate::autoplay::Outcome;
-use std::collections::HashMap;
-use std::fmt::Write;
+//! The numbers under every interval lexhive prints: one streaming mean and variance
+//! ([`Welford`]), one normal quantile per confidence level, and Wilson's score interval.
+//!
+//! The simulator's candidates and the match tallies (`shared::stats`) both use these, so a
+//! 95% interval means the same thing wherever it is shown.
 
 /// z for a two-sided 95% interval.
 pub const Z95: f64 = 1.959_963_985;
+/// z for a two-sided 98% interval.
+pub const Z98: f64 = 2.326_347_874;
+/// z for a two-sided 99% interval.
+pub const Z99: f64 = 2.575_829_304;
 
-/// Mean and sample variance of the per-pair score (0, 0.25, ..., 1 for 0, 0.5, ..., 2 points
-/// over both legs), and the number of pairs; `None` below two pairs.
-pub fn pair_moments(pair_points: &[u64; 5]) -> Option<(f64, f64, f64)> {
-    let n: u64 = pair_points.iter().sum();
-    if n < 2 {
-        return None;
-    }
-    let n = n as f64;
-    let vals = pair_points.iter().enumerate().map(|(i, &c)| (i as f64 / 4.0, c as f64));
-    let mean = vals.clone().map(|(v, c)| v * c).sum::<f64>() / n;
-    let var = vals.map(|(v, c)| c * (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    Some((mean, var, n))
+/// Running mean and variance (Welford's update): numerically stable however many values come
+/// in, and deterministic for a given order of values.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Welford {
+    n: u64,
+    mean: f64,
+    /// Sum of squared differences from the current mean.
+    m2: f64,
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct Summary {
-    pub games: u64,
-    /// Wins of each bot, draws counting half.
-    pub wins: [f64; 2],
-    score_sum: [f64; 2],
-    score_sq: [f64; 2],
-    bingos: [u64; 2],
-    turns: [u64; 2],
-    micros: [u64; 2],
-    went_first: [u64; 2],
-    first_wins: f64,
-    spread_sum: f64,
-    /// Per complete pair, bot 0's points out of 2 (both legs): counts of 0, 0.5, ..., 2.
-    pair_points: [u64; 5],
-    /// First-finished leg's result of each pair still waiting for its other leg.
-    pending: HashMap<u64, f64>,
+impl Welford {
+    pub fn add(&mut self, x: f64) {
+        self.add_n(x, 1);
+    }
+
+    /// Add `count` copies of `x` at once (for values kept as counts, such as pair results).
+    pub fn add_n(&mut self, x: f64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        let (n0, c) = (self.n as f64, count as f64);
+        let n = n0 + c;
+        let delta = x - self.mean;
+        self.mean += delta * c / n;
+        self.m2 += delta * delta * n0 * c / n;
+        self.n += count;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// The mean (0 before any value).
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+
+    /// Sample variance (n - 1 in the denominator); `None` below two values.
+    pub fn variance(&self) -> Option<f64> {
+        (self.n >= 2).then(|| self.m2 / (self.n - 1) as f64)
+    }
+
+    /// Standard error of the mean; infinite below two values, where it is unknown.
+    pub fn stderr(&self) -> f64 {
+        self.variance().map_or(f64::INFINITY, |v| (v / self.n as f64).sqrt())
+    }
 }
 
-impl Summary {
-    pub fn add(&mut self, r: &Outcome) {
-        self.games += 1;
-        for b in 0..2 {
-            let s = r.score_of(b) as f64;
-            self.wins[b] += r.result_of(b);
-            self.score_sum[b] += s;
-            self.score_sq[b] += s * s;
-        }
-        self.spread_sum += (r.score_of(0) - r.score_of(1)) as f64;
-        self.went_first[r.seat_bot[0]] += 1;
-        self.first_wins += r.result_of(r.seat_bot[0]);
-        for seat in 0..2 {
-            let b = r.seat_bot[seat];
-            self.turns[b] += r.turns[seat] as u64;
-            self.bingos[b] += r.bingos[seat] as u64;
-            self.micros[b] += r.micros[seat];
-        }
-        let pair = r.id / 2;
-        match self.pending.remove(&pair) {
-            Some(other) => {
-                let pts = other + r.result_of(0);
-                self.pair_points[(pts * 2.0).round() as usize] += 1;
-            }
-            None => {
-                self.pending.insert(pair, r.result_of(0));
-            }
-        }
+/// Wilson's score interval for a proportion `p` observed over `n` trials, at quantile `z`:
+/// never empty, never outside [0, 1], and honest at small `n` and at `p` of 0 or 1, where the
+/// normal interval collapses to a point.
+pub fn wilson(p: f64, n: f64, z: f64) -> (f64, f64) {
+    let z2 = z * z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let h = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    ((centre - h).max(0.0), (centre + h).min(1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn welford_matches_the_two_pass_formulas() {
+        let xs = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0];
+        let mut w = Welford::default();
+        xs.iter().for_each(|&x| w.add(x));
+        let mean = xs.iter().sum::<f64>() / 8.0;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 7.0;
+        assert!((w.mean() - mean).abs() < 1e-12 && (w.variance().unwrap() - var).abs() < 1e-12);
+        // Counts give the same as repeated values.
+        let mut c = Welford::default();
+        c.add_n(1.0, 3);
+        c.add_n(0.0, 2);
+        let mut r = Welford::default();
+        [1.0, 1.0, 1.0, 0.0, 0.0].iter().for_each(|&x| r.add(x));
+        assert!((c.mean() - r.mean()).abs() < 1e-12 && (c.variance().unwrap() - r.variance().unwrap()).abs() < 1e-12);
+        assert_eq!(Welford::default().variance(), None);
+        assert_eq!(Welford::default().stderr(), f64::INFINITY);
     }
 
-    /// Win rate of bot `b` and the half-width of its 95% interval (normal approximation).
-    pub fn win_rate(&self, b: usize) -> (f64, f64) {
-        let n = self.games.max(1) as f64;
-        let p = self.wins[b] / n;
-        (p, Z95 * (p * (1.0 - p) / n).sqrt())
-    }
-
-    fn mean_sd(&self, b: usize) -> (f64, f64) {
-        let n = self.games.max(1) as f64;
-        let m = self.score_sum[b] / n;
-        let var = (self.score_sq[b] / n - m * m).max(0.0) * n / (n - 1.0).max(1.0);
-        (m, var.sqrt())
-    }
-
-    /// Bot 0's win rate estimated from pairs, with a 95% interval from the spread of pair
-    /// results (honest when the two legs of a pair are correlated).
-    pub fn paired_rate(&self) -> Option<(f64, f64, u64)> {
-        let (mean, var, n) = pair_moments(&self.pair_points)?;
-        Some((mean, Z95 * (var / n).sqrt(), n as u64))
-    }
-
-    /// The summary block researchers know from other engines' autoplay.
-    pub fn report(&self, names: [&str; 2]) -> String {
-        let mut s = String::new();
-        let n = self.games.max(1) as f64;
-        let _ = writeln!(s, "Games played: {}", self.games);
-        for (b, name) in names.iter().enumerate() {
-            let (p, ci) = self.win_rate(b);
-            let _ = writeln!(s, "{name} wins: {} ({:.3}% +- {:.2}%)", self.wins[b], 100.0 * p, 100.0 * ci);
-        }
-        for (b, name) in names.iter().enumerate() {
-            let (m, sd) = self.mean_sd(b);
-            let _ = writeln!(s, "{name} Mean Score: {m:.2}  Stdev: {sd:.2}");
-        }
-        for (b, name) in names.iter().enumerate() {
-            let _ = writeln!(s, "{name} Mean Bingos: {:.3}", self.bingos[b] as f64 / n);
-        }
-        for (b, name) in names.iter().enumerate() {
-            let ppt = self.score_sum[b] / self.turns[b].max(1) as f64;
-            let _ = writeln!(s, "{name} Mean Points Per Turn: {ppt:.2}");
-        }
-        for (b, name) in names.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                "{name} Mean Time Per Move: {:.2} ms",
-                self.micros[b] as f64 / 1000.0 / self.turns[b].max(1) as f64
-            );
-        }
-        let _ = writeln!(
-            s,
-            "{} went first: {} ({:.3}%)",
-            names[0],
-            self.went_first[0],
-            100.0 * self.went_first[0] as f64 / n
-        );
-        let _ = writeln!(s, "Player who went first wins: {} ({:.3}%)", self.first_wins, 100.0 * self.first_wins / n);
-        let _ = writeln!(s, "{} Mean Spread: {:+.2}", names[0], self.spread_sum / n);
-        if let Some((rate, ci, pairs)) = self.paired_rate() {
-            let [lost_both, lost_and_drew, split, won_and_drew, won_both] = self.pair_points;
-            let half = lost_and_drew + won_and_drew;
-            let _ = writeln!(
-                s,
-                "Pairs: {pairs}  {} won both: {won_both}  split: {split}  lost both: {lost_both}  with a draw: {half}",
-                names[0]
-            );
-            let _ = writeln!(s, "{} paired win rate: {:.3}% +- {:.2}%", names[0], 100.0 * rate, 100.0 * ci);
-        }
-        s
+    #[test]
+    fn wilson_is_never_a_point() {
+        let (lo, hi) = wilson(1.0, 5.0, Z95);
+        assert!(lo > 0.5 && lo < 1.0 && hi == 1.0, "{lo} {hi}");
+        let (lo, hi) = wilson(0.0, 5.0, Z95);
+        assert!(lo == 0.0 && hi > 0.0 && hi < 0.5, "{lo} {hi}");
+        let (lo, hi) = wilson(0.5, 1000.0, Z95);
+        assert!((hi - lo - 2.0 * Z95 * (0.25f64 / 1000.0).sqrt()).abs() < 1e-3);
     }
 }

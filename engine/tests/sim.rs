@@ -41,7 +41,10 @@ fn midgame(ctx: Ctx, klv: &Arc<Klv>, seed: u64, turns: usize) -> Game {
 }
 
 fn summary(r: &SimResult) -> Vec<(Move, u64, u64, u64, bool)> {
-    r.candidates.iter().map(|c| (c.mv, c.win.mean().to_bits(), c.equity.mean().to_bits(), c.win.n, c.cut)).collect()
+    r.candidates
+        .iter()
+        .map(|c| (c.mv, c.win.mean().to_bits(), c.equity.mean().to_bits(), c.win.count(), c.cut))
+        .collect()
 }
 
 #[test]
@@ -150,7 +153,7 @@ fn game_ends_inside_rollouts_are_scored_exactly() {
         let c = SimConfig { candidates: 4, plies: 20, iterations: 64, stop: None, seed, time_limit: None };
         let r = on(2, || sim.run(&g, &c, &|_| {}));
         for cand in &r.candidates {
-            let twice = cand.win.mean() * 2.0 * cand.win.n as f64;
+            let twice = cand.win.mean() * 2.0 * cand.win.count() as f64;
             assert!((twice - twice.round()).abs() < 1e-6, "win values are 0, 1/2 or 1: {}", cand.win.mean());
         }
         found += 1;

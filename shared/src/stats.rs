@@ -1,12 +1,21 @@
-//! Match statistics that both sides compute the same way: the per-batch tally a worker uploads,
-//! the per-cell sums the coordinator keeps, win rates with 95% intervals, and the SPRT.
+//! Match statistics, in one place for every program that prints them: the tally a worker
+//! uploads and `worker autoplay` prints, the per-cell sums the coordinator keeps, the win rate
+//! with its 95% interval, and the SPRT. The dashboards, the JSON API and the CLI all call
+//! [`MatchTally::interval`], so the same games get the same interval everywhere.
 //!
 //! Tallies are integer counts, so summing them in any order gives the same cell totals — the
 //! coordinator can recompute a cell from its stored batch results and compare exactly.
 
+use engine::autoplay::Outcome;
+use engine::stats::{Welford, Z95, wilson};
 use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::fmt::Write;
 
-pub use engine::stats::Z95;
+/// Below this many pairs the interval is Wilson's over pairs; from here on it comes from the
+/// observed spread of pair results.
+pub const SMALL_PAIRS: u64 = 30;
 
 /// Everything the dashboards show about a set of games, from the first bot's view whatever seat
 /// it sat in. Batches always hold whole pairs (both legs of a deal).
@@ -20,6 +29,9 @@ pub struct MatchTally {
     pub pair_points: [u64; 5],
     /// Final scores summed over games: the first bot's, the second bot's.
     pub score: [i64; 2],
+    /// Squares of the final scores summed over games, for their standard deviation.
+    #[serde(default)]
+    pub score_sq: [u64; 2],
     pub bingos: [u64; 2],
     pub turns: [u64; 2],
     /// Games won / drawn by whoever moved first.
@@ -30,48 +42,79 @@ pub struct MatchTally {
     pub micros: [u64; 2],
 }
 
+/// Builds a [`MatchTally`] from games as they finish, in any order: a pair counts once both of
+/// its legs are in.
+#[derive(Debug, Default)]
+pub struct Tallier {
+    tally: MatchTally,
+    paired: bool,
+    /// Half-points of the first bot in the finished leg of each pair still missing its other.
+    pending: HashMap<u64, u64>,
+}
+
+impl Tallier {
+    /// `paired`: games `2p` and `2p + 1` are the two legs of deal `p`.
+    pub fn new(paired: bool) -> Self {
+        Self { paired, ..Self::default() }
+    }
+
+    pub fn add(&mut self, o: &Outcome) {
+        let t = &mut self.tally;
+        t.games += 1;
+        let (a, b) = (o.score_of(0), o.score_of(1));
+        // Half-points of bot 0 in this game: 2 win, 1 draw, 0 loss.
+        let half = match a.cmp(&b) {
+            Ordering::Greater => {
+                t.wins += 1;
+                2
+            }
+            Ordering::Equal => {
+                t.draws += 1;
+                1
+            }
+            Ordering::Less => {
+                t.losses += 1;
+                0
+            }
+        };
+        for (bot, s) in [a, b].into_iter().enumerate() {
+            t.score[bot] += s as i64;
+            t.score_sq[bot] += (s as i64 * s as i64) as u64;
+        }
+        for seat in 0..2 {
+            let bot = o.seat_bot[seat];
+            t.bingos[bot] += o.bingos[seat] as u64;
+            t.turns[bot] += o.turns[seat] as u64;
+            t.micros[bot] += o.micros[seat];
+        }
+        match o.scores[0].cmp(&o.scores[1]) {
+            Ordering::Greater => t.first_wins += 1,
+            Ordering::Equal => t.first_draws += 1,
+            Ordering::Less => {}
+        }
+        if self.paired {
+            match self.pending.remove(&(o.id / 2)) {
+                Some(other) => t.pair_points[(other + half) as usize] += 1,
+                None => {
+                    self.pending.insert(o.id / 2, half);
+                }
+            }
+        }
+    }
+
+    /// The tally so far (legs still waiting for their pair count as games only).
+    pub fn tally(&self) -> MatchTally {
+        self.tally
+    }
+}
+
 impl MatchTally {
-    /// Tally finished games; both legs of every pair must be among them. Bot 0 is the first bot.
-    pub fn from_outcomes(games: &[engine::autoplay::Outcome]) -> MatchTally {
-        let mut t = MatchTally::default();
-        let mut legs: std::collections::BTreeMap<u64, u64> = Default::default();
-        for o in games {
-            t.games += 1;
-            let (a, b) = (o.score_of(0), o.score_of(1));
-            // Half-points of bot 0 in this game: 2 win, 1 draw, 0 loss.
-            let half = match a.cmp(&b) {
-                std::cmp::Ordering::Greater => {
-                    t.wins += 1;
-                    2
-                }
-                std::cmp::Ordering::Equal => {
-                    t.draws += 1;
-                    1
-                }
-                std::cmp::Ordering::Less => {
-                    t.losses += 1;
-                    0
-                }
-            };
-            *legs.entry(o.id / 2).or_default() += half;
-            t.score[0] += a as i64;
-            t.score[1] += b as i64;
-            for seat in 0..2 {
-                let bot = o.seat_bot[seat];
-                t.bingos[bot] += o.bingos[seat] as u64;
-                t.turns[bot] += o.turns[seat] as u64;
-                t.micros[bot] += o.micros[seat];
-            }
-            match o.scores[0].cmp(&o.scores[1]) {
-                std::cmp::Ordering::Greater => t.first_wins += 1,
-                std::cmp::Ordering::Equal => t.first_draws += 1,
-                std::cmp::Ordering::Less => {}
-            }
-        }
-        for half_points in legs.values() {
-            t.pair_points[(*half_points as usize).min(4)] += 1;
-        }
-        t
+    /// Tally finished paired games; both legs of every pair must be among them. Bot 0 is the
+    /// first bot.
+    pub fn from_outcomes(games: &[Outcome]) -> MatchTally {
+        let mut t = Tallier::new(true);
+        games.iter().for_each(|o| t.add(o));
+        t.tally()
     }
 
     pub fn merge(&mut self, o: &MatchTally) {
@@ -84,6 +127,7 @@ impl MatchTally {
         }
         for b in 0..2 {
             self.score[b] += o.score[b];
+            self.score_sq[b] += o.score_sq[b];
             self.bingos[b] += o.bingos[b];
             self.turns[b] += o.turns[b];
             self.micros[b] += o.micros[b];
@@ -109,30 +153,55 @@ impl MatchTally {
         (self.games > 0).then(|| (self.wins as f64 + 0.5 * self.draws as f64) / self.games as f64)
     }
 
-    /// 95% interval for the win rate. With two or more pairs it comes from the spread of pair
-    /// results, which is honest when the two legs of a deal are correlated (they are: paired
-    /// deals exist to make them so); otherwise it is Wilson's interval over games.
+    /// 95% interval for the first bot's win rate; never a single point.
+    ///
+    /// The unit is the pair, because the two legs of a deal are correlated (paired deals exist
+    /// to make them so) and games are not independent trials. Below [`SMALL_PAIRS`] pairs it
+    /// is Wilson's interval over pairs: a pair's score lies in [0, 1], so its variance is at
+    /// most a coin's of the same mean and Wilson's bound is conservative. From there on it is
+    /// the normal interval with the pairs' observed variance, estimated with one pseudo-pair
+    /// lost and one won added (as Agresti and Coull add pseudo-trials): all-alike pairs give a
+    /// narrow interval, not none. Unpaired games get Wilson's interval over games.
     pub fn interval(&self) -> Option<(f64, f64)> {
-        let p = self.win_rate()?;
-        if let Some((mean, var, n)) = self.pair_moments() {
-            let h = Z95 * (var / n).sqrt();
-            return Some(((mean - h).max(0.0), (mean + h).min(1.0)));
+        let n = self.pairs();
+        if n == 0 {
+            return Some(wilson(self.win_rate()?, self.games as f64, Z95));
         }
-        let n = self.games as f64;
-        let z2 = Z95 * Z95;
-        let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
-        let h = Z95 / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-        Some(((centre - h).max(0.0), (centre + h).min(1.0)))
+        let (mean, var) = self.pair_moments();
+        if n < SMALL_PAIRS {
+            return Some(wilson(mean, n as f64, Z95));
+        }
+        let h = Z95 * (var / n as f64).sqrt();
+        Some(((mean - h).max(0.0), (mean + h).min(1.0)))
     }
 
-    /// Mean and sample variance of the per-pair score (0, 0.25, ..., 1), and the pair count.
-    fn pair_moments(&self) -> Option<(f64, f64, f64)> {
-        engine::stats::pair_moments(&self.pair_points)
+    /// Mean of the per-pair score (0, 0.25, ..., 1), and its variance estimated with a lost
+    /// and a won pseudo-pair added (so never zero). Needs at least one pair.
+    fn pair_moments(&self) -> (f64, f64) {
+        let mut w = Welford::default();
+        let mut padded = Welford::default();
+        for (i, &c) in self.pair_points.iter().enumerate() {
+            w.add_n(i as f64 / 4.0, c);
+            padded.add_n(i as f64 / 4.0, c);
+        }
+        padded.add(0.0);
+        padded.add(1.0);
+        (w.mean(), padded.variance().expect("two pseudo-pairs"))
     }
 
     /// Mean final score of bot `b` (0: first bot).
     pub fn mean_score(&self, b: usize) -> f64 {
         self.score[b] as f64 / self.games.max(1) as f64
+    }
+
+    /// Standard deviation of bot `b`'s final scores.
+    pub fn score_sd(&self, b: usize) -> f64 {
+        let n = self.games as f64;
+        if n < 2.0 {
+            return 0.0;
+        }
+        let m = self.score[b] as f64 / n;
+        ((self.score_sq[b] as f64 - n * m * m).max(0.0) / (n - 1.0)).sqrt()
     }
 
     pub fn mean_bingos(&self, b: usize) -> f64 {
@@ -152,6 +221,54 @@ impl MatchTally {
     pub fn first_player_rate(&self) -> Option<f64> {
         (self.games > 0).then(|| (self.first_wins as f64 + 0.5 * self.first_draws as f64) / self.games as f64)
     }
+
+    /// The first bot's win rate and interval as every program prints it: `56.3% (95%: 54.1% – 58.4%)`.
+    pub fn rate_text(&self) -> String {
+        match (self.win_rate(), self.interval()) {
+            (Some(p), Some((lo, hi))) => format!("{} (95%: {} – {})", pct(p), pct(lo), pct(hi)),
+            _ => "–".into(),
+        }
+    }
+
+    /// The summary block researchers know from other engines' autoplay.
+    pub fn report(&self, names: [&str; 2]) -> String {
+        let mut s = String::new();
+        let n = self.games.max(1) as f64;
+        let _ = writeln!(s, "Games played: {}", self.games);
+        let _ = writeln!(s, "{} wins: {}  draws: {}  losses: {}", names[0], self.wins, self.draws, self.losses);
+        let _ = writeln!(s, "{} win rate: {}", names[0], self.rate_text());
+        for (b, name) in names.iter().enumerate() {
+            let _ = writeln!(s, "{name} Mean Score: {:.2}  Stdev: {:.2}", self.mean_score(b), self.score_sd(b));
+        }
+        for (b, name) in names.iter().enumerate() {
+            let _ = writeln!(s, "{name} Mean Bingos: {:.3}", self.mean_bingos(b));
+        }
+        for (b, name) in names.iter().enumerate() {
+            let _ = writeln!(s, "{name} Mean Points Per Turn: {:.2}", self.points_per_turn(b));
+        }
+        for (b, name) in names.iter().enumerate() {
+            let _ = writeln!(s, "{name} Mean Time Per Move: {:.2} ms", self.ms_per_move(b));
+        }
+        let first = self.first_wins as f64 + 0.5 * self.first_draws as f64;
+        let _ = writeln!(s, "Player who went first wins: {first} ({:.3}%)", 100.0 * first / n);
+        let _ = writeln!(s, "{} Mean Spread: {:+.2}", names[0], (self.score[0] - self.score[1]) as f64 / n);
+        if self.pairs() > 0 {
+            let [lost_both, lost_and_drew, split, won_and_drew, won_both] = self.pair_points;
+            let _ = writeln!(
+                s,
+                "Pairs: {}  {} won both: {won_both}  split: {split}  lost both: {lost_both}  with a draw: {}",
+                self.pairs(),
+                names[0],
+                lost_and_drew + won_and_drew
+            );
+        }
+        s
+    }
+}
+
+/// A rate as a percentage with one decimal, as the dashboards and the CLI show it.
+pub fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
 }
 
 /// A sequential probability ratio test on the first bot's per-pair score: H0 "its win rate is
@@ -183,10 +300,12 @@ impl Sprt {
     }
 
     pub fn llr(&self, t: &MatchTally) -> Option<f64> {
-        let (mean, var, n) = t.pair_moments()?;
-        // All pairs alike gives no variance estimate; a tiny floor keeps the ratio finite.
-        let var = var.max(1e-6);
-        Some(n * (self.p1 - self.p0) * (2.0 * mean - self.p0 - self.p1) / (2.0 * var))
+        let n = t.pairs();
+        if n == 0 {
+            return None;
+        }
+        let (mean, var) = t.pair_moments();
+        Some(n as f64 * (self.p1 - self.p0) * (2.0 * mean - self.p0 - self.p1) / (2.0 * var))
     }
 
     pub fn decide(&self, t: &MatchTally) -> SprtDecision {
@@ -270,10 +389,50 @@ mod tests {
         };
         assert!(w(big) < w(small) / 3.0);
         // Pair statistics: 60 pairs with values 0, .5, 1 in ratio 1:2:3.
-        let (mean, var, n) = small.pair_moments().unwrap();
-        assert_eq!(n, 60.0);
+        let (mean, var) = small.pair_moments();
         assert!((mean - (0.0 * 10.0 + 0.5 * 20.0 + 30.0) / 60.0).abs() < 1e-12);
         assert!(var > 0.0);
+    }
+
+    #[test]
+    fn interval_is_never_a_point() {
+        // Five won-both pairs: not [1, 1].
+        for pairs in [5, 29, 30, 40, 1000] {
+            let (lo, hi) = tally([0, 0, 0, 0, pairs]).interval().unwrap();
+            assert!(lo < 1.0 && hi > 1.0 - 1e-9, "{pairs} won-both pairs: [{lo}, {hi}]");
+            let (lo, hi) = tally([0, 0, pairs, 0, 0]).interval().unwrap();
+            assert!(lo < 0.5 && hi > 0.5, "{pairs} split pairs: [{lo}, {hi}]");
+        }
+        // Unpaired games: Wilson over games.
+        let t = MatchTally { games: 10, wins: 10, ..Default::default() };
+        let (lo, hi) = t.interval().unwrap();
+        assert!(lo > 0.6 && lo < 1.0 && hi == 1.0, "[{lo}, {hi}]");
+    }
+
+    #[test]
+    fn tallier_pairs_legs_in_any_order_and_only_when_paired() {
+        use engine::autoplay::Outcome;
+        let g = |id, seat_bot, scores| Outcome { id, seat_bot, scores, bingos: [0, 0], turns: [1, 1], micros: [0, 0] };
+        let games =
+            [g(3, [1, 0], [300, 400]), g(0, [0, 1], [400, 300]), g(2, [0, 1], [350, 350]), g(1, [1, 0], [1, 2])];
+        let mut paired = Tallier::new(true);
+        games.iter().for_each(|o| paired.add(o));
+        // Pair 0: won both (4 half-points); pair 1: a draw and a win (3).
+        assert_eq!(paired.tally().pair_points, [0, 0, 0, 1, 1]);
+        assert_eq!(paired.tally(), MatchTally::from_outcomes(&games));
+        let mut unpaired = Tallier::new(false);
+        games.iter().for_each(|o| unpaired.add(o));
+        assert_eq!((unpaired.tally().pairs(), unpaired.tally().games, unpaired.tally().wins), (0, 4, 3));
+        assert_eq!(paired.tally().score_sq[0], 400 * 400 * 2 + 350 * 350 + 4);
+        assert!(
+            (paired.tally().score_sd(0) - {
+                let xs = [400.0f64, 400.0, 350.0, 2.0];
+                let m = xs.iter().sum::<f64>() / 4.0;
+                (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 3.0).sqrt()
+            })
+            .abs()
+                < 1e-9
+        );
     }
 
     #[test]
@@ -308,19 +467,35 @@ mod tests {
         tally(counts)
     }
 
-    #[test]
-    fn interval_covers_the_true_rate_95_percent_of_the_time() {
-        let mut rng = engine::rng::Rng::new(7);
-        let p = 0.56;
-        let runs = 2000;
+    /// Share of `runs` simulated tallies of `pairs` pairs whose interval holds the true rate.
+    fn coverage(p: f64, pairs: u64, runs: usize, seed: u64) -> f64 {
+        let mut rng = engine::rng::Rng::new(seed);
+        // The true rate of `simulate`: half the deals at p + 0.15, half at p - 0.15, each leg a
+        // draw 1% of the time.
+        let q = |x: f64| 0.01 * 0.5 + 0.99 * x.clamp(0.0, 1.0);
+        let truth = 0.5 * (q(p + 0.15) + q(p - 0.15));
         let covered = (0..runs)
             .filter(|_| {
-                let (lo, hi) = simulate(p, 200, &mut rng).interval().unwrap();
-                lo <= p && p <= hi
+                let (lo, hi) = simulate(p, pairs, &mut rng).interval().unwrap();
+                lo <= truth && truth <= hi
             })
             .count();
-        let rate = covered as f64 / runs as f64;
-        assert!((0.93..=0.97).contains(&rate), "coverage {rate}");
+        covered as f64 / runs as f64
+    }
+
+    #[test]
+    fn interval_covers_the_true_rate_95_percent_of_the_time() {
+        // Large counts: the normal interval over pairs is close to exact.
+        for (p, pairs) in [(0.56, 200), (0.56, 1000), (0.75, 500)] {
+            let rate = coverage(p, pairs, 2000, 7);
+            assert!((0.93..=0.97).contains(&rate), "{pairs} pairs at {p}: coverage {rate}");
+        }
+        // Small counts, and rates near the edge, where a normal interval would undercover:
+        // Wilson's over pairs covers at least 95%.
+        for (p, pairs) in [(0.56, 3), (0.56, 10), (0.8, 10), (0.84, 25), (0.5, 29)] {
+            let rate = coverage(p, pairs, 4000, 11);
+            assert!(rate >= 0.94, "{pairs} pairs at {p}: coverage {rate}");
+        }
     }
 
     #[test]

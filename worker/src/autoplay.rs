@@ -8,10 +8,10 @@ use engine::bots::{BotSpec, Player};
 use engine::gcg::{CSV_HEADER, write_csv, write_gcg};
 use engine::leaves::Klv;
 use engine::movegen::Generator;
-use engine::stats::Summary;
 use engine::winpct::WinTable;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
+use shared::stats::Tallier;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -130,11 +130,11 @@ pub fn run(a: Args) -> Result<()> {
     );
     let start = Instant::now();
     let name_refs = [names[0].as_str(), names[1].as_str()];
-    // Statistics are sums of integers (exact in f64), so the order games finish in is irrelevant.
-    let summary = Mutex::new(Summary::default());
+    // The tally is sums of integers, so the order games finish in is irrelevant.
+    let tally = Mutex::new(Tallier::new(m.paired));
     pool.install(|| {
         m.play(&|rec| {
-            summary.lock().expect("summary").add(&rec.outcome());
+            tally.lock().expect("tally").add(&rec.outcome());
             if let (Some(dir), Some(csv)) = (&a.log_dir, &csv) {
                 let seats = [name_refs[rec.seat_bot[0]], name_refs[rec.seat_bot[1]]];
                 let path = dir.join(format!("game-{:06}.gcg", rec.id));
@@ -152,8 +152,8 @@ pub fn run(a: Args) -> Result<()> {
         csv.into_inner().expect("csv writer").flush()?;
     }
     let secs = start.elapsed().as_secs_f64();
-    let summary = summary.into_inner().expect("summary");
-    crate::emit(&summary.report(name_refs))?;
+    let tally = tally.into_inner().expect("tally").tally();
+    crate::emit(&tally.report(name_refs))?;
     crate::emit(&format!(
         "Seed: {}  Threads: {threads}  Time: {secs:.2}s  Games per second: {:.1}\n",
         a.seed,

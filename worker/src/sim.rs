@@ -80,7 +80,7 @@ pub fn run(a: Args) -> Result<()> {
         let play = c.mv.notation(&data.dist, |r, col| game.board.at(r, col));
         let mut leave = leave_of(rack, &c.mv);
         leave.sort_unstable();
-        let ci = |s: &engine::sim::Stat, scale: f64| 1.96 * s.stderr() * scale;
+        let ci = |s: &engine::stats::Welford, scale: f64| engine::stats::Z95 * s.stderr() * scale;
         out.push_str(&format!(
             "{play:<22} {:<8} {:>5}  {:>7.2} ± {:<5.2}  {:>+8.2} ± {:<5.2}{}\n",
             data.dist.rack_string(&leave),
