@@ -108,7 +108,7 @@ impl GameRecord {
         };
         for t in &self.game.history {
             o.turns[t.player] += 1;
-            if t.mv.kind == crate::moves::Kind::Place && t.mv.tiles_used() == crate::movegen::RACK_SIZE {
+            if t.mv.kind == crate::moves::Kind::Place && t.mv.tiles_used() == crate::tiles::RACK_SIZE {
                 o.bingos[t.player] += 1;
             }
         }

@@ -3,9 +3,10 @@
 //! that experiments can name them.
 
 use crate::endgame::{Options, Solver, peg};
+use crate::eval::{OPENING_VOWEL_PENALTY, StaticEval, request};
 use crate::game::Game;
 use crate::leaves::{Klv, RackLeaves};
-use crate::movegen::{Ctx, Generator, Mode, Request};
+use crate::movegen::{Ctx, Generator, Mode};
 use crate::moves::Move;
 use crate::rng::Rng;
 use crate::sim::{SimConfig, Simulator, StopLevel};
@@ -16,9 +17,6 @@ use std::time::Duration;
 
 /// Transposition table of each endgame-playing bot.
 pub const ENDGAME_TABLE_BYTES: usize = 32 << 20;
-
-/// Penalty (millipoints) per vowel placed beside a letter premium on the opening move.
-pub const OPENING_VOWEL_PENALTY: i32 = 700;
 
 pub trait Player: Send {
     /// Choose a move for the player on turn. `rng` is this bot's own seeded stream.
@@ -157,13 +155,13 @@ impl BotSpec {
     ) -> Result<Box<dyn Player>, crate::DataError> {
         Ok(match *self {
             BotSpec::Greedy => Box::new(Greedy),
-            BotSpec::Static => Box::new(StaticBot { leaves }),
-            BotSpec::Softmax { t, bag } => Box::new(Softmax { eval: StaticBot { leaves }, t, bag }),
+            BotSpec::Static => Box::new(StaticEval::new(leaves)),
+            BotSpec::Softmax { t, bag } => Box::new(Softmax { eval: StaticEval::new(leaves), t, bag }),
             BotSpec::Sim { k, plies, iterations, stop, ms } => {
                 let table = table
                     .ok_or_else(|| crate::DataError::new("bot", format!("`{self}` needs a win-probability table")))?;
                 let stop = stop.map(|l| StopLevel::parse(&l.to_string()).expect("parsed as 95, 98 or 99"));
-                Box::new(SimBot { eval: StaticBot { leaves }, table, k, plies, iterations, stop, ms })
+                Box::new(SimBot { eval: StaticEval::new(leaves), table, k, plies, iterations, stop, ms })
             }
             BotSpec::Endgame { ref inner, ms } => {
                 let peg = match **inner {
@@ -171,7 +169,7 @@ impl BotSpec {
                     _ => None,
                 };
                 Box::new(EndgamePlayer {
-                    eval: StaticBot { leaves: leaves.clone() },
+                    eval: StaticEval::new(leaves.clone()),
                     inner: inner.build(leaves, table)?,
                     solver: Solver::new(ENDGAME_TABLE_BYTES),
                     limit: Duration::from_millis(ms),
@@ -206,16 +204,6 @@ impl fmt::Display for BotSpec {
     }
 }
 
-pub(crate) fn request<'a>(game: &'a Game, leaves: &'a RackLeaves, penalty: i32) -> Request<'a> {
-    Request {
-        board: &game.board,
-        rack: &game.racks[game.on_turn],
-        leaves,
-        can_exchange: game.bag.len() >= crate::game::MIN_BAG_TO_EXCHANGE,
-        opening_vowel_penalty: penalty,
-    }
-}
-
 pub struct Greedy;
 
 impl Player for Greedy {
@@ -225,52 +213,15 @@ impl Player for Greedy {
     }
 }
 
-pub struct StaticBot {
-    leaves: Option<Arc<Klv>>,
-}
-
-impl StaticBot {
-    pub fn new(leaves: Option<Arc<Klv>>) -> Self {
-        Self { leaves }
-    }
-
-    /// Leave values for the player on turn: the table's values while tiles remain to be drawn;
-    /// with the bag empty, going out earns twice the opponent's rack and every kept tile costs
-    /// twice its value.
-    pub fn rack_leaves(&self, ctx: Ctx, game: &Game) -> RackLeaves {
-        let rack = &game.racks[game.on_turn];
-        if game.bag.is_empty() {
-            let opp = Game::rack_value(ctx.dist, &game.racks[1 - game.on_turn]);
-            RackLeaves::new(
-                rack,
-                |kept| if kept.is_empty() { 2000 * opp } else { -2000 * Game::rack_value(ctx.dist, kept) },
-            )
-        } else {
-            match self.leaves.as_deref() {
-                Some(klv) => RackLeaves::from_klv(rack, klv),
-                None => RackLeaves::new(rack, |_| 0),
-            }
-        }
-    }
-}
-
-impl StaticBot {
-    /// The `n` best moves for the player on turn by static equity, best first.
-    pub fn best<'g>(&self, ctx: Ctx, game: &Game, mg: &'g mut Generator, n: usize) -> &'g [Move] {
-        let leaves = self.rack_leaves(ctx, game);
-        mg.generate(ctx, &request(game, &leaves, OPENING_VOWEL_PENALTY), Mode::Best(n))
-    }
-}
-
-impl Player for StaticBot {
+/// The static bot plays the static evaluator's best move.
+impl Player for StaticEval {
     fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, _rng: &mut Rng) -> Move {
-        let leaves = self.rack_leaves(ctx, game);
-        mg.generate(ctx, &request(game, &leaves, OPENING_VOWEL_PENALTY), Mode::Best(1))[0]
+        self.best_move(ctx, game, mg)
     }
 }
 
 pub struct Softmax {
-    eval: StaticBot,
+    eval: StaticEval,
     t: f64,
     bag: usize,
 }
@@ -299,7 +250,7 @@ impl Player for Softmax {
 
 /// The simulating bot: the static evaluator's top `k`, rolled out `plies` deep.
 pub struct SimBot {
-    eval: StaticBot,
+    eval: StaticEval,
     table: Arc<WinTable>,
     k: usize,
     plies: usize,
@@ -320,7 +271,7 @@ impl Player for SimBot {
         if moves.len() == 1 {
             return moves[0];
         }
-        let sim = Simulator { ctx, leaves: self.eval.leaves.clone(), table: &self.table };
+        let sim = Simulator { ctx, leaves: self.eval.leaves().cloned(), table: &self.table };
         let cfg = SimConfig {
             candidates: self.k,
             plies: self.plies,
@@ -338,7 +289,7 @@ impl Player for SimBot {
 /// ranks the static evaluator's top `k` placements by pre-endgame, sharing the time limit
 /// among their endgames. Elsewhere the inner bot plays.
 pub struct EndgamePlayer {
-    eval: StaticBot,
+    eval: StaticEval,
     inner: Box<dyn Player>,
     solver: Solver,
     limit: Duration,

@@ -74,7 +74,7 @@ impl Position {
         let (r0, r1) = racks.split_once('/').ok_or_else(|| err("racks", format!("`{racks}`: expected `RACK/RACK`")))?;
         let parse_rack = |s: &str, which: &str| -> Result<Vec<u8>, DataError> {
             let rack = dist.parse_rack(s).map_err(|m| err(which, m))?;
-            if rack.len() > crate::movegen::RACK_SIZE {
+            if rack.len() > crate::tiles::RACK_SIZE {
                 return Err(err(which, format!("{} tiles; a rack holds at most 7", rack.len())));
             }
             Ok(rack)

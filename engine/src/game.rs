@@ -6,9 +6,10 @@
 
 use crate::board::Board;
 use crate::leaves::RackLeaves;
-use crate::movegen::{Ctx, Generator, Mode, RACK_SIZE, Request};
+use crate::movegen::{Ctx, Generator, Mode, Request};
 use crate::moves::{Kind, Move};
 use crate::rng::Rng;
+use crate::tiles::RACK_SIZE;
 use crate::tiles::{BLANK, BLANK_BIT, Distribution, TileCounts, letter_of};
 use thiserror::Error;
 

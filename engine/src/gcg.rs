@@ -137,8 +137,8 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
             return Err(at("expected `RACK MOVE +SCORE TOTAL`".into()));
         }
         let rack = dist.parse_rack(f[0]).map_err(&at)?;
-        if rack.len() > crate::movegen::RACK_SIZE {
-            return Err(at(format!("rack `{}` has more than {} tiles", f[0], crate::movegen::RACK_SIZE)));
+        if rack.len() > crate::tiles::RACK_SIZE {
+            return Err(at(format!("rack `{}` has more than {} tiles", f[0], crate::tiles::RACK_SIZE)));
         }
         let (score, total) = (num(f[f.len() - 2].trim_start_matches('+'))?, num(f[f.len() - 1])?);
         let mv_text = &f[1..f.len() - 2];

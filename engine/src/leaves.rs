@@ -205,7 +205,7 @@ impl RackLeaves {
 
     /// The rack's slots, with no values yet.
     fn unvalued(rack: &[u8]) -> Self {
-        assert!(rack.len() <= crate::movegen::RACK_SIZE, "a rack holds at most 7 tiles");
+        assert!(rack.len() <= crate::tiles::RACK_SIZE, "a rack holds at most 7 tiles");
         let mut slots = rack.to_vec();
         slots.sort_unstable();
         let mut first_slot = [0u8; 64];
@@ -245,7 +245,7 @@ impl RackLeaves {
     #[allow(clippy::too_many_arguments)]
     fn walk(&mut self, klv: &Klv, kinds: &[(u8, u8, u8)], list: u32, idx: u32, value: i32, kept: usize, used: u32) {
         let Some((&(tile, count, first), rest)) = kinds.split_first() else {
-            self.set(used, if kept == 0 || kept >= crate::movegen::RACK_SIZE { 0 } else { value });
+            self.set(used, if kept == 0 || kept >= crate::tiles::RACK_SIZE { 0 } else { value });
             return;
         };
         let (mut list, mut idx, mut value) = (list, idx, value);

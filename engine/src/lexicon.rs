@@ -11,12 +11,14 @@
 //! siblings are in strictly increasing tile order (so a child is found by counting the tiles
 //! below it in the list's letter mask).
 
-use crate::anagrams::Anagrams;
 use crate::error::{DataError, Located};
 use crate::tiles::Distribution;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::OnceLock;
+
+pub mod anagrams;
+use anagrams::Anagrams;
 
 const ACCEPTS: u32 = 1 << 23;
 const IS_END: u32 = 1 << 22;
@@ -104,7 +106,7 @@ impl Kwg {
 
     /// The DAWG's words of a rack's length or more, by alphagram.
     pub fn anagrams(&self) -> &Anagrams {
-        self.anagrams.get_or_init(|| Anagrams::new(self))
+        self.anagrams.get_or_init(|| Anagrams::new(self.words()))
     }
 
     /// Whether `word` (letters, no blank bits) is in the DAWG.

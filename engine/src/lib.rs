@@ -1,13 +1,13 @@
 //! lexhive's game engine: everything needed to play and analyse crossword-board games, with
 //! no I/O beyond reading the files it is given. See `docs/ARCHITECTURE.md` for the codemap.
 
-pub mod anagrams;
 pub mod autoplay;
 pub mod board;
 pub mod bots;
 pub mod cgp;
 pub mod endgame;
 pub mod error;
+pub mod eval;
 pub mod game;
 pub mod gcg;
 pub mod leavegen;

@@ -11,15 +11,14 @@
 //! direction. A one-tile play is listed once: across if it forms an across word of two or more
 //! letters, otherwise down.
 
-use crate::anagrams::Word;
 use crate::board::{ACROSS, Board, DIM, DOWN, Layout, SQUARES, idx};
 use crate::leaves::RackLeaves;
+use crate::lexicon::anagrams::Word;
 use crate::lexicon::{Kwg, SEPARATOR};
 use crate::moves::{Kind, Move, rank};
-use crate::tiles::{BLANK_BIT, Distribution, letter_of};
+use crate::tiles::{BLANK_BIT, Distribution, RACK_SIZE, letter_of};
 
 pub const BINGO_BONUS: i32 = 50;
-pub const RACK_SIZE: usize = 7;
 /// Every lane, as a `generate_lanes` mask.
 pub const ALL_LANES: u32 = (1 << (2 * DIM)) - 1;
 
@@ -679,7 +678,7 @@ impl Generator {
     /// Range of `found` holding the words of the rack plus `through` (sorted), each blank
     /// standing for any letter; looked up once per set of through letters and call.
     fn words_through(&mut self, ctx: Ctx, real: &[u8], blanks: usize, through: &[u8]) -> (u32, u32) {
-        let k = crate::anagrams::key(through);
+        let k = crate::lexicon::anagrams::key(through);
         if let Some(&(_, a, b)) = self.through_words.iter().find(|e| e.0 == k) {
             return (a, b);
         }

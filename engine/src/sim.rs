@@ -8,7 +8,7 @@
 //! Statistics are summed in iteration order, so they are bit-identical too.
 
 use crate::board::DIM;
-use crate::bots::{OPENING_VOWEL_PENALTY, Player, StaticBot, request};
+use crate::eval::{OPENING_VOWEL_PENALTY, StaticEval, request};
 use crate::game::{Bag, Game};
 use crate::leaves::{Klv, RackLeaves};
 use crate::movegen::{Ctx, Generator, Mode};
@@ -95,7 +95,7 @@ impl Simulator<'_> {
     /// `progress` is told the iterations done after each block.
     pub fn run(&self, game: &Game, cfg: &SimConfig, progress: &(dyn Fn(u64) + Sync)) -> SimResult {
         let mut mg = Generator::new();
-        let moves = StaticBot::new(self.leaves.clone()).best(self.ctx, game, &mut mg, cfg.candidates.max(1)).to_vec();
+        let moves = StaticEval::new(self.leaves.clone()).best(self.ctx, game, &mut mg, cfg.candidates.max(1)).to_vec();
         self.run_moves(game, moves, cfg, progress)
     }
 
@@ -121,7 +121,7 @@ impl Simulator<'_> {
         unseen.sort_unstable();
         // A position may not say what the opponent holds (CGP gives only the mover's rack):
         // they hold seven tiles, or all that is unseen when fewer remain.
-        let opp_len = unseen.len().min(crate::movegen::RACK_SIZE);
+        let opp_len = unseen.len().min(crate::tiles::RACK_SIZE);
         let mut done = 0;
         let deadline = cfg.time_limit.map(|t| std::time::Instant::now() + t);
         while done < cfg.iterations
@@ -133,7 +133,7 @@ impl Simulator<'_> {
             let results: Vec<Vec<Option<(f64, f64)>>> = (done..done + n)
                 .into_par_iter()
                 .map_init(
-                    || (Generator::new(), StaticBot::new(self.leaves.clone())),
+                    || (Generator::new(), StaticEval::new(self.leaves.clone())),
                     |(mg, bot), i| {
                         let deal = deal(&base, &unseen, opp_len, derive(cfg.seed, i));
                         let mut replies = Replies::default();
@@ -179,7 +179,7 @@ impl Simulator<'_> {
         mv: &Move,
         plies: usize,
         me: usize,
-        bot: &mut StaticBot,
+        bot: &mut StaticEval,
         mg: &mut Generator,
         replies: &mut Replies,
     ) -> (f64, f64) {
@@ -187,13 +187,11 @@ impl Simulator<'_> {
         let mut g = deal.clone();
         let spread0 = g.scores[me] - g.scores[1 - me];
         g.play(ctx, mv);
-        // Bots inside rollouts are deterministic; their random stream is never used.
-        let mut unused = Rng::new(0);
         for ply in 0..plies {
             if g.is_over() {
                 break;
             }
-            let m = if ply == 0 { replies.reply(ctx, bot, deal, &g, mg) } else { bot.choose(ctx, &g, mg, &mut unused) };
+            let m = if ply == 0 { replies.reply(ctx, bot, deal, &g, mg) } else { bot.best_move(ctx, &g, mg) };
             g.play(ctx, &m);
         }
         let spread = g.scores[me] - g.scores[1 - me];
@@ -238,7 +236,7 @@ pub struct Replies {
 
 impl Replies {
     /// The static reply in `after`, which is `before` with one move of the other player made.
-    pub fn reply(&mut self, ctx: Ctx, bot: &mut StaticBot, before: &Game, after: &Game, mg: &mut Generator) -> Move {
+    pub fn reply(&mut self, ctx: Ctx, bot: &mut StaticEval, before: &Game, after: &Game, mg: &mut Generator) -> Move {
         let rack = &after.racks[after.on_turn];
         // The opening's adjustments, and the endgame's leave values, change with the move made.
         if before.board.is_empty()
@@ -246,7 +244,7 @@ impl Replies {
             || after.on_turn == before.on_turn
             || *rack != before.racks[after.on_turn]
         {
-            return bot.choose(ctx, after, mg, &mut Rng::new(0));
+            return bot.best_move(ctx, after, mg);
         }
         let exchange = after.bag.len() >= crate::game::MIN_BAG_TO_EXCHANGE;
         let (leaves, best) = self.base[exchange as usize].get_or_insert_with(|| {
@@ -264,7 +262,7 @@ impl Replies {
             Some(m) => (m.kind == Kind::Place).then_some(*m),
             // Every kept move is in a changed lane: the best elsewhere is unknown, unless the
             // list was complete.
-            None if best.len() == SHARED => return bot.choose(ctx, after, mg, &mut Rng::new(0)),
+            None if best.len() == SHARED => return bot.best_move(ctx, after, mg),
             None => None,
         };
         mg.generate_lanes(ctx, &request(after, leaves, OPENING_VOWEL_PENALTY), Mode::Best(1), lanes, known)[0]

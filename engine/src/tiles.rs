@@ -13,6 +13,8 @@ pub const BLANK_BIT: u8 = 0x80;
 pub const BLANK: u8 = 0;
 /// Most letters a distribution may hold (cross-sets are `u64` bitmasks over letters).
 pub const MAX_LETTERS: usize = 63;
+/// Tiles on a full rack.
+pub const RACK_SIZE: usize = 7;
 
 /// Strip the blank designation: the letter a board tile reads as.
 #[inline]

@@ -12,8 +12,8 @@
 //! UNSEEN_MAX`, then one line per unseen count `0..=UNSEEN_MAX`: `U: p(-SPREAD_MAX) ...
 //! p(+SPREAD_MAX)` as integers in ten-thousandths. Spreads beyond the range clamp to its ends.
 
-use crate::autoplay::GameRecord;
 use crate::error::{DataError, Located, read_text};
+use crate::game::Game;
 use crate::moves::Kind;
 use crate::tiles::Distribution;
 use std::fmt::Write;
@@ -129,7 +129,7 @@ pub struct WinSamples {
 impl WinSamples {
     pub fn new(dist: &Distribution) -> Self {
         let total: usize = (0..dist.size() as u8).map(|t| dist.count(t) as usize).sum();
-        let unseen_max = total.saturating_sub(crate::movegen::RACK_SIZE).max(1);
+        let unseen_max = total.saturating_sub(crate::tiles::RACK_SIZE).max(1);
         let width = (2 * SPREAD_MAX + 1) as usize;
         Self {
             unseen_max,
@@ -143,9 +143,8 @@ impl WinSamples {
     }
 
     /// Every position of a finished game, seen by the player to move.
-    pub fn add_game(&mut self, rec: &GameRecord) {
-        let g = &rec.game;
-        let total_tiles = self.unseen_max + crate::movegen::RACK_SIZE;
+    pub fn add_game(&mut self, g: &Game) {
+        let total_tiles = self.unseen_max + crate::tiles::RACK_SIZE;
         let mut on_board = 0usize;
         let mut scores = [0i32; 2];
         for t in &g.history {

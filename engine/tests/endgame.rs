@@ -4,8 +4,9 @@
 
 mod common;
 
-use engine::bots::{Player, StaticBot};
+use engine::bots::Player;
 use engine::endgame::{Options, Solution, Solver, peg};
+use engine::eval::StaticEval;
 use engine::game::Bag;
 use engine::game::Game;
 use engine::leaves::{Klv, RackLeaves};
@@ -54,7 +55,7 @@ fn value_after(ctx: Ctx, g: &Game, mv: &engine::moves::Move, mg: &mut Generator)
 /// Small endgames: seeded static self-play games past the point the bag emptied, at the first
 /// turn both racks together hold at most `tiles` and the player on turn can place a tile.
 fn small_endgames(ctx: Ctx, count: usize, tiles: usize, seed: u64) -> Vec<Game> {
-    let mut bot = StaticBot::new(Some(klv()));
+    let mut bot = StaticEval::new(Some(klv()));
     let mut mg = Generator::new();
     let mut out = Vec::new();
     for index in 0.. {

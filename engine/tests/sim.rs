@@ -3,8 +3,9 @@
 
 mod common;
 
-use engine::bots::{Player, StaticBot};
+use engine::bots::Player;
 use engine::cgp::Position;
+use engine::eval::StaticEval;
 use engine::game::Game;
 use engine::leaves::Klv;
 use engine::movegen::{Ctx, Generator, Mode, Request};
@@ -30,7 +31,7 @@ fn on(threads: usize, f: impl FnOnce() -> SimResult + Send) -> SimResult {
 /// A mid-game position from seeded static self-play.
 fn midgame(ctx: Ctx, klv: &Arc<Klv>, seed: u64, turns: usize) -> Game {
     let mut g = Game::new(ctx.dist, seed);
-    let mut bot = StaticBot::new(Some(klv.clone()));
+    let mut bot = StaticEval::new(Some(klv.clone()));
     let mut mg = Generator::new();
     let mut rng = engine::rng::Rng::new(seed);
     for _ in 0..turns {
@@ -77,7 +78,7 @@ fn common_random_numbers_identical_candidates_identical_statistics() {
     let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table };
     let g = midgame(ctx, &klv, 5, 4);
     let mut mg = Generator::new();
-    let best = StaticBot::new(Some(klv.clone())).best(ctx, &g, &mut mg, 2).to_vec();
+    let best = StaticEval::new(Some(klv.clone())).best(ctx, &g, &mut mg, 2).to_vec();
     let r = on(2, || sim.run_moves(&g, vec![best[0], best[1], best[0]], &cfg(256, 9), &|_| {}));
     let stats: Vec<_> = r.candidates.iter().filter(|c| c.mv == best[0]).map(|c| (c.win, c.equity)).collect();
     assert_eq!(stats.len(), 2);
@@ -140,7 +141,7 @@ fn game_ends_inside_rollouts_are_scored_exactly() {
     let mut found = 0;
     for seed in 0..20 {
         let mut g = Game::new(dist, seed);
-        let mut bots = [StaticBot::new(Some(klv.clone())), StaticBot::new(Some(klv.clone()))];
+        let mut bots = [StaticEval::new(Some(klv.clone())), StaticEval::new(Some(klv.clone()))];
         let mut mg = Generator::new();
         let mut rng = engine::rng::Rng::new(seed);
         while !g.is_over() && !g.bag.is_empty() {
@@ -187,7 +188,7 @@ fn sim_bot_specs() {
 fn shared_replies_equal_the_static_bots_choice() {
     let ctx = common::ctx(common::enable());
     let (klv, _) = data();
-    let mut bot = StaticBot::new(Some(klv.clone()));
+    let mut bot = StaticEval::new(Some(klv.clone()));
     let mut mg = Generator::new();
     let (mut compared, mut kinds) = (0, [0; 3]);
     for seed in 0..24 {

@@ -4,7 +4,8 @@ use crate::autoplay::Match;
 use crate::data::{DataArgs, load_leaves};
 use anyhow::{Result, bail};
 use engine::autoplay::play_leg;
-use engine::bots::{BotSpec, OPENING_VOWEL_PENALTY, StaticBot};
+use engine::bots::BotSpec;
+use engine::eval::{OPENING_VOWEL_PENALTY, StaticEval};
 use engine::game::{Game, MIN_BAG_TO_EXCHANGE};
 use engine::leaves::RackLeaves;
 use engine::movegen::{Generator, Mode, Request};
@@ -42,7 +43,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut mg = Generator::new();
 
     // Positions (with the static bot's leave values) from static-vs-static games.
-    let eval = StaticBot::new(Some(klv.clone()));
+    let eval = StaticEval::new(Some(klv.clone()));
     let mut bots = [BotSpec::Static.build(Some(klv.clone()), None)?, BotSpec::Static.build(Some(klv.clone()), None)?];
     let mut positions: Vec<(Game, RackLeaves)> = Vec::with_capacity(a.positions);
     let mut pair = 0;

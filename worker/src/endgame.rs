@@ -198,7 +198,7 @@ pub fn run_peg(a: PegArgs) -> Result<()> {
     }
     let mut mg = engine::movegen::Generator::new();
     let n = if a.candidates == 0 { usize::MAX } else { a.candidates };
-    let moves: Vec<Move> = engine::bots::StaticBot::new(leaves)
+    let moves: Vec<Move> = engine::eval::StaticEval::new(leaves)
         .best(ctx, &game, &mut mg, n.saturating_add(2))
         .iter()
         .filter(|m| m.kind == engine::moves::Kind::Place)

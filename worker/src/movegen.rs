@@ -2,8 +2,8 @@
 
 use crate::data::{DataArgs, load_leaves};
 use anyhow::Result;
-use engine::bots::{OPENING_VOWEL_PENALTY, StaticBot};
 use engine::cgp::Position;
+use engine::eval::{OPENING_VOWEL_PENALTY, StaticEval};
 use engine::game::MIN_BAG_TO_EXCHANGE;
 use engine::movegen::{Generator, Mode, Request};
 use engine::moves::rank;
@@ -33,7 +33,7 @@ pub fn run(a: Args) -> Result<()> {
     let klv = load_leaves(a.leaves.as_deref())?.map(Arc::new);
     let game = Position::parse(&a.cgp, &data.dist)?.into_game(&data.kwg, &data.dist, 0);
     let ctx = data.ctx();
-    let leaves = StaticBot::new(klv).rack_leaves(ctx, &game);
+    let leaves = StaticEval::new(klv).rack_leaves(ctx, &game);
     let req = Request {
         board: &game.board,
         rack: &game.racks[0],

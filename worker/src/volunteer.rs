@@ -583,7 +583,7 @@ fn count_positions(loaded: &Loaded, job: &WintableJob, cancel: &AtomicBool) -> R
         if cancel.load(Ordering::Relaxed) {
             return Err(Cancelled.into());
         }
-        samples.lock().expect("samples").add_game(rec);
+        samples.lock().expect("samples").add_game(&rec.game);
         Ok(())
     });
     if let Err(e) = r {

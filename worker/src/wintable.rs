@@ -65,7 +65,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
             );
             pool.install(|| {
                 m.play(&|rec| {
-                    samples.lock().expect("samples").add_game(rec);
+                    samples.lock().expect("samples").add_game(&rec.game);
                     bar.inc(1);
                     Ok(())
                 })

@@ -22,9 +22,10 @@ pub mod tt;
 
 use crate::board::{ACROSS, Board, CrossMemo, DIM};
 use crate::game::{Game, MAX_SCORELESS_TURNS};
-use crate::movegen::{Ctx, Generator, RACK_SIZE};
+use crate::movegen::{Ctx, Generator};
 use crate::moves::{Kind, Move};
 use crate::rng::{Rng, mix};
+use crate::tiles::RACK_SIZE;
 use crate::tiles::{BLANK_BIT, letter_of};
 use plays::{LANES, Plays};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};

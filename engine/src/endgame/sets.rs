@@ -1,10 +1,10 @@
 //! Seeded sets of endgame positions, for tests, benchmarks and endgame batches.
 
-use crate::bots::{Player, StaticBot};
+use crate::eval::StaticEval;
 use crate::game::Game;
 use crate::leaves::Klv;
 use crate::movegen::{Ctx, Generator};
-use crate::rng::{Rng, derive};
+use crate::rng::derive;
 use std::sync::Arc;
 
 /// Position `index` of the set seeded `seed`: a static-vs-static game dealt from
@@ -22,8 +22,7 @@ pub fn bag_emptied(
 ) -> Option<Game> {
     let deal = derive(seed, index);
     let mut game = Game::new(ctx.dist, deal);
-    let mut bot = StaticBot::new(leaves);
-    let mut rng = Rng::new(deal);
+    let bot = StaticEval::new(leaves);
     let mut after = None;
     for _ in 0..1000 {
         if game.is_over() {
@@ -41,7 +40,7 @@ pub fn bag_emptied(
             }
             *n += 1;
         }
-        let mv = bot.choose(ctx, &game, mg, &mut rng);
+        let mv = bot.best_move(ctx, &game, mg);
         game.play(ctx, &mv);
     }
     None

@@ -3,8 +3,8 @@
 //! for them is where a blank costs most: it may stand for any letter on every square, and a
 //! seven-tile search is the deepest there is.
 
-use crate::lexicon::{Kwg, MAX_WORD_LEN};
-use crate::movegen::RACK_SIZE;
+use super::MAX_WORD_LEN;
+use crate::tiles::RACK_SIZE;
 use rustc_hash::FxHashMap;
 
 /// A word's letters, unused positions 0 (no letter is 0).
@@ -18,11 +18,10 @@ pub struct Anagrams {
 }
 
 impl Anagrams {
-    /// Index every word of `kwg`'s DAWG with at least `RACK_SIZE` letters (and at most a
-    /// board's side: longer words of a hostile graph could never be played).
-    pub fn new(kwg: &Kwg) -> Self {
-        let mut keyed: Vec<(u128, Word)> = kwg
-            .words()
+    /// Index every word with at least `RACK_SIZE` letters (and at most a board's side: longer
+    /// words of a hostile graph could never be played).
+    pub fn new(words: Vec<Vec<u8>>) -> Self {
+        let mut keyed: Vec<(u128, Word)> = words
             .into_iter()
             .filter(|w| (RACK_SIZE..=MAX_WORD_LEN).contains(&w.len()))
             .map(|w| {
@@ -80,9 +79,16 @@ mod tests {
 
     #[test]
     fn finds_every_anagram_and_only_long_words() {
-        let kwg =
-            Kwg::build(&[w("RETAINS"), w("NASTIER"), w("STAINER"), w("RETAIN"), w("ANESTRI"), w("STEARINE")]).unwrap();
-        let a = Anagrams::new(&kwg);
+        let kwg = super::super::Kwg::build(&[
+            w("RETAINS"),
+            w("NASTIER"),
+            w("STAINER"),
+            w("RETAIN"),
+            w("ANESTRI"),
+            w("STEARINE"),
+        ])
+        .unwrap();
+        let a = Anagrams::new(kwg.words());
         let mut letters = w("AEINRST");
         letters.sort_unstable();
         let found: Vec<Vec<u8>> =
