@@ -53,7 +53,7 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
         &http,
         &format!("{api}/workers/register"),
         None,
-        json!({ "protocol": shared::PROTOCOL_VERSION, "name": "liar", "threads": 2 }),
+        json!({ "protocol": shared::PROTOCOL_VERSION, "name": "liar", "threads": 2, "kinds": ["endgame"] }),
     )
     .await;
     assert_eq!(s, 200, "{v}");
@@ -62,7 +62,7 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
         &http,
         &format!("{api}/claim"),
         Some(&liar),
-        json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "games_per_sec": null }),
+        json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "kinds": ["endgame"] }),
     )
     .await;
     assert_eq!((s, batch["status"].as_str()), (200, Some("batch")), "{batch}");

@@ -42,24 +42,31 @@ impl Api {
             .post(
                 "/workers/register",
                 None,
-                json!({ "protocol": shared::PROTOCOL_VERSION, "name": name, "threads": 2 }),
+                json!({ "protocol": shared::PROTOCOL_VERSION, "name": name, "threads": 2, "kinds": ALL_KINDS }),
             )
             .await;
         assert_eq!(s, 200, "{v}");
         v["token"].as_str().unwrap().to_string()
     }
+    /// Claim as a worker of every kind that measured `gps` games per second at matches.
     async fn claim(&self, token: &str, gps: Option<f64>) -> Value {
+        let rates = gps.map_or(json!({}), |g| json!({ "match": g / 2.0 }));
+        self.claim_as(token, json!(ALL_KINDS), rates).await
+    }
+    async fn claim_as(&self, token: &str, kinds: Value, rates: Value) -> Value {
         let (s, v) = self
             .post(
                 "/claim",
                 Some(token),
-                json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "games_per_sec": gps }),
+                json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "kinds": kinds, "rates": rates }),
             )
             .await;
         assert_eq!(s, 200, "{v}");
         v
     }
 }
+
+const ALL_KINDS: [&str; 3] = ["match", "endgame", "wintable"];
 
 fn gz64(text: &str) -> (String, String) {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -123,6 +130,20 @@ async fn queue_rules() -> Result<()> {
     assert_eq!(s, 413, "oversized body");
     let (s, v) = api.post("/workers/register", None, json!({ "protocol": 999, "name": "old", "threads": 1 })).await;
     assert_eq!(s, 426, "{v}");
+    // A protocol 1 worker (no `kinds`) is told to upgrade, on registering and on claiming.
+    let (s, v) = api.post("/workers/register", None, json!({ "protocol": 1, "name": "old", "threads": 1 })).await;
+    assert_eq!(s, 426, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("upgrade"), "{v}");
+    let (s, v) = api.post("/claim", Some(&a), json!({ "protocol": 1, "threads": 1, "games_per_sec": null })).await;
+    assert!(s == 426 && v["error"].as_str().unwrap().contains("upgrade"), "{s} {v}");
+    let (s, v) = api
+        .post(
+            "/workers/register",
+            None,
+            json!({ "protocol": shared::PROTOCOL_VERSION, "name": "x", "threads": 1, "kinds": ["cnn"] }),
+        )
+        .await;
+    assert!(s == 422 && v["error"].as_str().unwrap().starts_with("kinds:"), "{s} {v}");
     let (s, _) = api
         .post("/workers/register", None, json!({ "protocol": shared::PROTOCOL_VERSION, "name": "", "threads": 1 }))
         .await;
@@ -366,6 +387,133 @@ async fn claims_follow_priority_then_fairness() -> Result<()> {
     for pair in rest.chunks_exact(2) {
         assert!(pair.contains(&wide) && pair.contains(&narrow), "turns between experiments: {rest:?}");
     }
+    drop(coord);
+    db.drop_db().await
+}
+
+/// One experiment of every kind, queued side by side.
+async fn one_of_each(api: &Api, token: &str) -> [Uuid; 3] {
+    let files = [
+        ONE_CELL.replace("games = 40", "games = 4"),
+        "name = \"eg\"\nkind = \"endgame\"\nseed = 2\n[endgame]\ngenerate = { count = 2, extra = 6 }\ntime = 10\ncross_check = 0\n"
+            .to_string(),
+        "name = \"wt\"\nkind = \"wintable\"\ngames = 4\nseed = 3\n".to_string(),
+    ];
+    let mut ids = [Uuid::nil(); 3];
+    for (id, text) in ids.iter_mut().zip(files) {
+        let (s, v) = api.submit(Some(token), &text).await;
+        assert_eq!(s, 200, "{v}");
+        *id = v["id"].as_str().unwrap().parse().unwrap();
+    }
+    ids
+}
+
+/// An upload whose kind or size does not match its batch is refused with a 422 naming the
+/// field, and nothing changes: the lease is still held and the cell still empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_must_match_their_batch() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &[])?;
+    let api = Api::new(&coord.url);
+    let researcher = researcher_token(&db.url)?;
+    let [m, e, w] = one_of_each(&api, &researcher).await;
+    let token = api.register("mismatch").await;
+    let (gz, sha) = gz64("");
+    let logs = json!({ "gcg_gz": gz, "gcg_sha256": sha, "csv_gz": gz, "csv_sha256": sha });
+    let endgame = |index: u64| {
+        json!({ "kind": "endgame", "solved": [{ "index": index, "cgp": "", "skipped": true, "value": 0, "exact": true,
+                "best": "", "sequence": "", "nodes": 0, "ms": 0 }] })
+    };
+    let wintable = |games: u64| json!({ "kind": "wintable", "games": games, "counts": [] });
+    let pool = db.pool().await?;
+    for (kind, exp) in [("match", m), ("endgame", e), ("wintable", w)] {
+        // A worker that runs only this kind gets this kind's batch, whatever else is queued.
+        let b = api.claim_as(&token, json!([kind]), json!({})).await;
+        assert_eq!((b["job"]["kind"].as_str(), b["experiment_id"].as_str()), (Some(kind), Some(&*exp.to_string())));
+        let right_size = match kind {
+            "match" => upload(&b["lease_id"], b["job"]["pairs"].as_u64().unwrap())["result"].clone(),
+            "endgame" => endgame(b["job"]["positions"][0]["index"].as_u64().unwrap()),
+            _ => wintable(2 * b["job"]["pairs"].as_u64().unwrap()),
+        };
+        let mut wrong: Vec<(Value, &str)> = [
+            ("match", upload(&b["lease_id"], 1)["result"].clone()),
+            ("endgame", endgame(0)),
+            ("wintable", wintable(2)),
+        ]
+        .into_iter()
+        .filter(|(k, _)| *k != kind)
+        .map(|(_, r)| (r, "result.kind"))
+        .collect();
+        // The right kind with the wrong size or range.
+        wrong.push(match kind {
+            "match" => (upload(&b["lease_id"], 99)["result"].clone(), "result.games"),
+            "endgame" => (endgame(77), "result.solved"),
+            _ => (wintable(98), "result.games"),
+        });
+        let path = format!("/batches/{}/result", b["batch_id"].as_str().unwrap());
+        for (result, field) in wrong {
+            let body = json!({ "lease_id": b["lease_id"], "elapsed_ms": 10, "result": result, "logs": logs });
+            let (s, v) = api.post(&path, Some(&token), body).await;
+            assert_eq!(s, 422, "{kind} batch, {result}: {v}");
+            assert!(v["error"].as_str().unwrap().starts_with(field), "{kind} batch: {v} should name {field}");
+        }
+        let (state, done): (String, i64) = sqlx::query_as(
+            "SELECT b.state, c.done_pairs FROM batches b JOIN cells c ON c.id = b.cell_id WHERE b.id = $1::text::uuid",
+        )
+        .bind(b["batch_id"].as_str().unwrap())
+        .fetch_one(&pool)
+        .await?;
+        assert_eq!((state.as_str(), done), ("leased", 0), "{kind}: nothing changed");
+        // The right result is then accepted.
+        let body = json!({ "lease_id": b["lease_id"], "elapsed_ms": 10, "result": right_size, "logs": logs });
+        let (s, v) = api.post(&path, Some(&token), body).await;
+        assert_eq!(s, 200, "{kind}: {v}");
+    }
+    let out = coordinator_cmd(&db.url, &["recompute"])?;
+    assert!(out.contains("0 differed"), "{out}");
+    drop(coord);
+    db.drop_db().await
+}
+
+/// A worker that runs fewer kinds (as an older build would) is handed only those: with every
+/// kind queued it plays its matches and leaves, and nothing it cannot run is leased, expires
+/// or fails. A worker of every kind then finishes the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_is_handed_only_the_kinds_it_runs() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &["--lease-secs", "3", "--reap-secs", "1"])?;
+    let api = Api::new(&coord.url);
+    let researcher = researcher_token(&db.url)?;
+    let dir = Scratch::new("kinds");
+    let [m, e, w] = one_of_each(&api, &researcher).await;
+    let mut old = volunteer(&coord.url, "matches-only", &dir.0.join("old"), &["--kinds", "match", "--exit-when-idle"])?;
+    wait_for_status(&coord.url, m, &["finished"], Duration::from_secs(60)).await?;
+    assert!(tokio::task::block_in_place(|| old.wait())?.success());
+    // Longer than a lease: anything wrongly leased to it would have expired by now.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let pool = db.pool().await?;
+    for other in [e, w] {
+        let d = get_json(&format!("{}/api/v1/experiments/{other}", coord.url)).await?;
+        assert_eq!(d["status"], "queued", "{d}");
+        let (batches,): (i64,) = sqlx::query_as("SELECT count(*) FROM batches WHERE experiment_id = $1")
+            .bind(other)
+            .fetch_one(&pool)
+            .await?;
+        assert_eq!(batches, 0, "nothing of a kind it does not run was leased to it");
+    }
+    let mut all = volunteer(&coord.url, "every-kind", &dir.0.join("all"), &["--exit-when-idle"])?;
+    for id in [e, w] {
+        wait_for_status(&coord.url, id, &["finished"], Duration::from_secs(120)).await?;
+    }
+    assert!(tokio::task::block_in_place(|| all.wait())?.success());
+    let (failures,): (i64,) =
+        sqlx::query_as("SELECT coalesce(sum(failures), 0)::bigint FROM batches").fetch_one(&pool).await?;
+    assert_eq!(failures, 0, "no batch failed or expired");
+    // Each worker reported its rate for the kinds it ran, per kind.
+    let (rates,): (Value,) =
+        sqlx::query_as("SELECT rates FROM workers WHERE name = 'every-kind'").fetch_one(&pool).await?;
+    let has = |k: &str| rates.get(k).and_then(Value::as_f64).is_some_and(|r| r > 0.0);
+    assert!(!has("match") && has("endgame") && has("wintable"), "{rates}");
     drop(coord);
     db.drop_db().await
 }

@@ -32,6 +32,9 @@ impl Error {
     pub fn unprocessable(m: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, m)
     }
+    pub fn internal(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, m)
+    }
 }
 
 impl From<sqlx::Error> for Error {

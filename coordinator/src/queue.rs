@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use axum::Json;
 use axum::extract::{Path, State};
 use shared::PROTOCOL_VERSION;
+use shared::experiment::JobKind;
 use shared::protocol::*;
 use sqlx::types::Json as Db;
 use sqlx::{Postgres, Transaction};
@@ -29,12 +30,30 @@ const IDLE_RETRY_MS: u64 = 2000;
 
 fn check_protocol(v: u32) -> Result<()> {
     if v != PROTOCOL_VERSION {
+        let advice = if v < PROTOCOL_VERSION {
+            "this worker is out of date: upgrade it (build or download the current `worker`) and start it again"
+        } else {
+            "this coordinator is older than the worker: use a worker of the coordinator's version"
+        };
         return Err(Error::new(
             axum::http::StatusCode::UPGRADE_REQUIRED,
-            format!("protocol {v} is not spoken here; this coordinator speaks {PROTOCOL_VERSION}: update the worker"),
+            format!("protocol {v} is not spoken here; this coordinator speaks {PROTOCOL_VERSION}: {advice}"),
         ));
     }
     Ok(())
+}
+
+/// The names of the known kinds among a worker's, or a 422 when it names none this coordinator
+/// runs.
+fn check_kinds(names: &[String]) -> Result<Vec<String>> {
+    let kinds = known_kinds(names);
+    if kinds.is_empty() {
+        return Err(Error::unprocessable(format!(
+            "kinds: name at least one job kind this coordinator runs ({}); got {names:?}",
+            kind_names(&JobKind::ALL).join(", ")
+        )));
+    }
+    Ok(kind_names(&kinds))
 }
 
 /// `POST /api/v1/workers/register`: open to anyone; returns a worker token.
@@ -45,12 +64,14 @@ pub async fn register(State(st): State<AppState>, Json(r): Json<RegisterRequest>
         return Err(Error::unprocessable(format!("name: must be 1 to {MAX_NAME} printable characters")));
     }
     let threads = r.threads.clamp(1, 4096) as i32;
+    let kinds = check_kinds(&r.kinds)?;
     let id = Uuid::new_v4();
     let mut tx = st.db.begin().await?;
-    sqlx::query("INSERT INTO workers (id, name, threads) VALUES ($1, $2, $3)")
+    sqlx::query("INSERT INTO workers (id, name, threads, kinds) VALUES ($1, $2, $3, $4)")
         .bind(id)
         .bind(name)
         .bind(threads)
+        .bind(&kinds)
         .execute(&mut *tx)
         .await?;
     let token = auth::new_token();
@@ -74,11 +95,21 @@ pub async fn claim(
     check_protocol(r.protocol)?;
     let worker = caller.worker()?;
     let threads = r.threads.clamp(1, 4096) as i32;
+    let kinds = check_kinds(&r.kinds)?;
+    // Only known kinds' finite rates are kept (and shown on the workers page).
+    let rates: std::collections::BTreeMap<String, f64> = r
+        .rates
+        .iter()
+        .filter(|(k, v)| JobKind::parse(k).is_some() && v.is_finite() && **v > 0.0)
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
     let lease_secs = st.cfg.lease_secs as f64;
     let mut tx = st.db.begin().await?;
-    sqlx::query("UPDATE workers SET last_seen = now(), threads = $2 WHERE id = $1")
+    sqlx::query("UPDATE workers SET last_seen = now(), threads = $2, kinds = $3, rates = $4 WHERE id = $1")
         .bind(worker)
         .bind(threads)
+        .bind(&kinds)
+        .bind(Db(&rates))
         .execute(&mut *tx)
         .await?;
     let lease = Uuid::new_v4();
@@ -87,17 +118,22 @@ pub async fn claim(
         "UPDATE batches SET state = 'leased', lease_id = $1, lease_owner = $2, lease_expires = now() + make_interval(secs => $3),
                 leases = leases + 1, updated_at = now()
          WHERE id = (SELECT id FROM batches WHERE state = 'queued' AND NOT ($2 = ANY (coalesce(exclude_workers, '{}')))
+                       AND experiment_id IN (SELECT id FROM experiments WHERE kind = ANY ($4))
                      ORDER BY priority DESC, created_at FOR NO KEY UPDATE SKIP LOCKED LIMIT 1)
          RETURNING id",
     )
     .bind(lease)
     .bind(worker)
     .bind(lease_secs)
+    .bind(&kinds)
     .fetch_optional(&mut *tx)
     .await?;
     let batch = match requeued {
         Some((id,)) => Some(id),
-        None => carve(&mut tx, worker, lease, lease_secs, threads, r.games_per_sec, st.cfg.batch_secs).await?,
+        None => {
+            let worker = Claimer { id: worker, threads, kinds: &kinds, rates: &rates };
+            carve(&mut tx, &worker, lease, lease_secs, st.cfg.batch_secs).await?
+        }
     };
     let Some(batch) = batch else {
         tx.commit().await?;
@@ -110,43 +146,62 @@ pub async fn claim(
 
 macro_rules! runnable_cell {
     () => {
-        "SELECT c.id, c.experiment_id, c.next_pair, c.target_pairs, e.priority
+        "SELECT c.id, c.experiment_id, c.next_pair, c.target_pairs, e.priority, e.kind
          FROM cells c JOIN experiments e ON e.id = c.experiment_id
          WHERE c.status = 'running' AND c.next_pair < c.target_pairs AND e.status IN ('queued', 'running')
+           AND e.kind = ANY ($1)
          ORDER BY e.priority DESC, e.last_claim_at NULLS FIRST, c.last_claim_at NULLS FIRST, c.idx"
     };
+}
+
+/// The worker a batch is carved for.
+struct Claimer<'a> {
+    id: Uuid,
+    threads: i32,
+    /// Kind names it runs.
+    kinds: &'a [String],
+    /// Its measured units per second, by kind name.
+    rates: &'a std::collections::BTreeMap<String, f64>,
+}
+
+impl Claimer<'_> {
+    /// Units of `kind` that make about `secs` seconds of work for this worker: from its
+    /// measured rate for that kind, or a small first batch that measures it.
+    fn units_for(&self, kind: JobKind, secs: u64) -> i64 {
+        match self.rates.get(kind.as_str()).filter(|r| r.is_finite() && **r > 0.0) {
+            Some(rate) => (rate * secs as f64).round().min(i64::MAX as f64) as i64,
+            None => kind.first_batch_units(self.threads as u64) as i64,
+        }
+    }
 }
 
 /// Carve a new batch from the next runnable cell: highest priority first, then the experiment
 /// and the cell that were served longest ago (round robin across experiments, then cells).
 async fn carve(
     tx: &mut Transaction<'_, Postgres>,
-    worker: Uuid,
+    worker: &Claimer<'_>,
     lease: Uuid,
     lease_secs: f64,
-    threads: i32,
-    games_per_sec: Option<f64>,
     batch_secs: u64,
 ) -> Result<Option<Uuid>> {
     // Skip cells other claims hold; if every runnable cell is held, wait for one rather than
     // report "no work" while there is some. (`NO KEY UPDATE` leaves uploads' foreign-key checks
     // on the cell unblocked.)
-    let mut cell: Option<(Uuid, Uuid, i64, i64, i32)> =
+    let mut cell: Option<(Uuid, Uuid, i64, i64, i32, String)> =
         sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c SKIP LOCKED LIMIT 1"))
+            .bind(worker.kinds)
             .fetch_optional(&mut **tx)
             .await?;
     if cell.is_none() {
         cell = sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c LIMIT 1"))
+            .bind(worker.kinds)
             .fetch_optional(&mut **tx)
             .await?;
     }
-    let Some((cell, experiment, next, target, priority)) = cell else { return Ok(None) };
-    // Aim at `batch_secs` of work; a worker that has not measured itself yet gets a pair per
-    // thread, which finishes quickly and gives the measurement.
-    let want = match games_per_sec.filter(|g| g.is_finite() && *g > 0.0) {
-        Some(gps) => (gps * batch_secs as f64 / 2.0).round() as i64,
-        None => threads as i64,
-    };
+    let Some((cell, experiment, next, target, priority, kind)) = cell else { return Ok(None) };
+    let kind = JobKind::parse(&kind).ok_or_else(|| Error::internal(format!("experiment of unknown kind `{kind}`")))?;
+    // Aim at `batch_secs` of work at the worker's measured rate for this kind.
+    let want = worker.units_for(kind, batch_secs);
     // At most an eighth of the cell per batch, so that several workers can share a cell, its
     // win rate is seen converging, and an SPRT gets the chance to stop it early.
     let pairs = want.clamp(1, MAX_PAIRS).min((target + 7) / 8).min(target - next);
@@ -171,7 +226,7 @@ async fn carve(
     .bind(pairs)
     .bind(priority)
     .bind(lease)
-    .bind(worker)
+    .bind(worker.id)
     .bind(lease_secs)
     .execute(&mut **tx)
     .await?;

@@ -13,7 +13,7 @@ use axum::response::IntoResponse;
 use base64::Engine as _;
 use engine::tiles::Distribution;
 use engine::winpct::WinSamples;
-use shared::experiment::ExperimentSpec;
+use shared::experiment::{ExperimentSpec, JobKind};
 use shared::protocol::{JobResult, ResultUpload, UploadResponse};
 use shared::stats::MatchTally;
 use sqlx::types::Json as Db;
@@ -54,6 +54,8 @@ struct BatchRow {
     positions: Option<Vec<i64>>,
     exclude_workers: Option<Vec<Uuid>>,
     priority: i32,
+    /// The experiment's job kind.
+    kind: String,
 }
 
 /// Longest text field of a solved position.
@@ -68,11 +70,14 @@ pub async fn upload(
 ) -> Result<Json<UploadResponse>> {
     let worker = caller.worker()?;
     let mut tx = st.db.begin().await?;
-    let row: Option<BatchRow> =
-        sqlx::query_as("SELECT state, lease_id, lease_owner, cell_id, experiment_id, first_pair, pairs, positions, exclude_workers, priority FROM batches WHERE id = $1 FOR NO KEY UPDATE")
-            .bind(batch)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let row: Option<BatchRow> = sqlx::query_as(
+        "SELECT b.state, b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.first_pair, b.pairs, b.positions,
+                    b.exclude_workers, b.priority, e.kind
+             FROM batches b JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1 FOR NO KEY UPDATE OF b",
+    )
+    .bind(batch)
+    .fetch_optional(&mut *tx)
+    .await?;
     let Some(b) = row else {
         return Err(Error::not_found(format!("no batch {batch}")));
     };
@@ -98,11 +103,18 @@ pub async fn upload(
     if owner != Some(worker) {
         return Err(Error::forbidden("this lease belongs to another worker"));
     }
+    if u.result.kind().as_str() != b.kind {
+        return Err(Error::unprocessable(format!(
+            "result.kind: a {} result for a {} batch; nothing was recorded",
+            u.result.kind().as_str(),
+            b.kind
+        )));
+    }
     let games = match &u.result {
         JobResult::Match(tally) => {
             if !tally.is_consistent() || tally.games != 2 * pairs as u64 {
                 return Err(Error::unprocessable(format!(
-                    "result: {} games with inconsistent counts; the batch has {} games",
+                    "result.games: {} games with inconsistent counts; the batch has {} games",
                     tally.games,
                     2 * pairs
                 )));
@@ -113,13 +125,13 @@ pub async fn upload(
             let want = crate::queue::batch_positions(b.first_pair, b.pairs, b.positions.clone());
             let got: Vec<u64> = report.solved.iter().map(|s| s.index).collect();
             if got != want {
-                return Err(Error::unprocessable(format!("result: solved positions {got:?}; the batch has {want:?}")));
+                return Err(Error::unprocessable(format!("result.solved: positions {got:?}; the batch has {want:?}")));
             }
             if let Some(s) =
                 report.solved.iter().find(|s| [&s.cgp, &s.best, &s.sequence].iter().any(|t| t.len() > MAX_SOLVED_TEXT))
             {
                 return Err(Error::unprocessable(format!(
-                    "result: position {}: a text field is longer than {MAX_SOLVED_TEXT} bytes",
+                    "result.solved: position {}: a text field is longer than {MAX_SOLVED_TEXT} bytes",
                     s.index
                 )));
             }
@@ -127,7 +139,11 @@ pub async fn upload(
         }
         JobResult::Wintable(w) => {
             if w.games != 2 * pairs as u64 {
-                return Err(Error::unprocessable(format!("result: {} games; the batch has {}", w.games, 2 * pairs)));
+                return Err(Error::unprocessable(format!(
+                    "result.games: {} games; the batch has {}",
+                    w.games,
+                    2 * pairs
+                )));
             }
             WinSamples::new(&Distribution::english())
                 .add_counts(&w.counts)
@@ -159,13 +175,18 @@ pub async fn upload(
         .bind(batch)
         .execute(&mut *tx)
         .await?;
-    let gps = games as f64 / (u.elapsed_ms.max(1) as f64 / 1000.0);
-    sqlx::query("UPDATE workers SET games = games + $2, batches = batches + 1, last_seen = now(), games_per_sec = $3 WHERE id = $1")
-        .bind(worker)
-        .bind(games as i64)
-        .bind(gps)
-        .execute(&mut *tx)
-        .await?;
+    // Games per second, for the workers page: of games only (an endgame batch's positions
+    // are another unit; workers size their batches by their own rate per kind).
+    let gps = (u.result.kind() != JobKind::Endgame).then(|| games as f64 / (u.elapsed_ms.max(1) as f64 / 1000.0));
+    sqlx::query(
+        "UPDATE workers SET games = games + $2, batches = batches + 1, last_seen = now(),
+                games_per_sec = coalesce($3, games_per_sec) WHERE id = $1",
+    )
+    .bind(worker)
+    .bind(games as i64)
+    .bind(gps)
+    .execute(&mut *tx)
+    .await?;
     let message = match &u.result {
         JobResult::Match(tally) => {
             record_in_cell(&mut tx, cell, pairs, Some(tally), &|target| {

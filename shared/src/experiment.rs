@@ -37,9 +37,9 @@ pub const MAX_GAMES: u64 = 1_000_000_000;
 /// Longest experiment name.
 pub const MAX_NAME: usize = 200;
 
-/// The kinds of work the spine carries: matches between bots (grids of them included), and
-/// sets of endgames to solve.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The kinds of work the spine carries: matches between bots (grids of them included), sets
+/// of endgames to solve, and games counted for a win-probability table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum JobKind {
     Match,
@@ -49,11 +49,37 @@ pub enum JobKind {
 }
 
 impl JobKind {
+    /// Every kind this build runs.
+    pub const ALL: [JobKind; 3] = [JobKind::Match, JobKind::Endgame, JobKind::Wintable];
+
     pub fn as_str(self) -> &'static str {
         match self {
             JobKind::Match => "match",
             JobKind::Endgame => "endgame",
             JobKind::Wintable => "wintable",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JobKind> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// What one unit of a batch of this kind is, in words.
+    pub fn unit(self) -> &'static str {
+        match self {
+            JobKind::Match => "pair of games (one deal, seats swapped)",
+            JobKind::Endgame => "position",
+            JobKind::Wintable => "two games (two deals, each played once)",
+        }
+    }
+
+    /// Units a worker that has not run this kind yet is given per thread: a first batch that
+    /// finishes quickly and measures the worker. An endgame position can take its whole time
+    /// limit, so a first endgame batch is one position.
+    pub fn first_batch_units(self, threads: u64) -> u64 {
+        match self {
+            JobKind::Match | JobKind::Wintable => threads.max(1),
+            JobKind::Endgame => 1,
         }
     }
 }
@@ -224,11 +250,8 @@ impl ExperimentSpec {
                 .map(|s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1);
             SpecError { field: line.map_or("file".into(), |l| format!("line {l}")), message: msg }
         })?;
-        let kind = match f.kind.as_str() {
-            "match" => JobKind::Match,
-            "endgame" => JobKind::Endgame,
-            "wintable" => JobKind::Wintable,
-            k => return err("kind", format!("unknown job kind `{k}` (known: match, endgame, wintable)")),
+        let Some(kind) = JobKind::parse(&f.kind) else {
+            return err("kind", format!("unknown job kind `{}` (known: match, endgame, wintable)", f.kind));
         };
         let name = f.name.trim().to_string();
         if name.is_empty() || name.len() > MAX_NAME {

@@ -3,12 +3,15 @@
 //! same way ([`stats`]).
 //!
 //! Every type here is serialised as JSON on the wire and in Postgres; a change that breaks old
-//! peers bumps [`PROTOCOL_VERSION`].
+//! peers bumps [`PROTOCOL_VERSION`] (the rules are in [`protocol`]'s documentation).
 
 pub mod experiment;
 pub mod protocol;
 pub mod stats;
 
 /// Version of the coordinator-worker protocol. A worker sends it when it registers and claims;
-/// the coordinator refuses other versions with a message saying which one it speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// the coordinator refuses other versions with a message telling the volunteer to upgrade.
+///
+/// 2: workers name the job kinds they run and their measured rate for each; win-table jobs and
+/// endgame jobs are part of the protocol.
+pub const PROTOCOL_VERSION: u32 = 2;

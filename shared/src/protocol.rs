@@ -3,9 +3,24 @@
 //! The flow: a volunteer registers once ([`RegisterRequest`]) and keeps its token; then it
 //! claims a batch ([`ClaimRequest`] -> [`ClaimResponse`]), fetches the [`ArtifactRef`]s it lacks,
 //! heartbeats while it plays, and uploads a [`ResultUpload`] under the lease it was given.
+//!
+//! # Evolving the protocol
+//!
+//! Every claim names the job kinds the worker runs ([`ClaimRequest::kinds`]), and the
+//! coordinator hands it batches of those kinds only. So:
+//! - **A new job kind** (a new [`Job`] and [`JobResult`] variant) does not bump
+//!   [`PROTOCOL_VERSION`](crate::PROTOCOL_VERSION): older workers never name it and are never
+//!   given it. A worker that is sent a job it cannot decode anyway releases it at once.
+//! - **A new optional field** (`#[serde(default)]` on the reader's side) does not bump it.
+//! - **Anything an older peer would misread** — a field removed, renamed or given a new
+//!   meaning, a changed unit, a new required field — bumps it. The coordinator then refuses
+//!   the older workers with HTTP 426 and a message asking the volunteer to upgrade, rather than
+//!   leasing them work they would fail.
 
+use crate::experiment::JobKind;
 use crate::stats::MatchTally;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use uuid::Uuid;
 
 /// A data file a job needs, addressed by the sha256 of its bytes.
@@ -24,6 +39,10 @@ pub struct RegisterRequest {
     pub protocol: u32,
     pub name: String,
     pub threads: u32,
+    /// The job kinds this worker runs, by name ([`JobKind::as_str`]). Names this side does
+    /// not know are ignored: they are kinds added after it was built.
+    #[serde(default)]
+    pub kinds: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -37,8 +56,27 @@ pub struct RegisterResponse {
 pub struct ClaimRequest {
     pub protocol: u32,
     pub threads: u32,
-    /// Games per second this worker measured on its last batch, for sizing the next one.
-    pub games_per_sec: Option<f64>,
+    /// The job kinds this worker runs, by name: it is handed batches of these only. (Absent
+    /// from protocol 1 claims, which are refused before it matters.)
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// Units of work per second ([`Job::units`]) this worker measured on its last batch of
+    /// each kind, by kind name, for sizing the next batch of that kind.
+    #[serde(default)]
+    pub rates: BTreeMap<String, f64>,
+}
+
+/// The kinds among `names` that this build knows, in order, without repeats.
+pub fn known_kinds(names: &[String]) -> Vec<JobKind> {
+    let mut kinds: Vec<JobKind> = names.iter().filter_map(|n| JobKind::parse(n)).collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+}
+
+/// Kind names for a request.
+pub fn kind_names(kinds: &[JobKind]) -> Vec<String> {
+    kinds.iter().map(|k| k.as_str().to_string()).collect()
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -76,12 +114,21 @@ pub enum Job {
 }
 
 impl Job {
-    /// Games the job plays (for an endgame job: positions it solves).
-    pub fn games(&self) -> u64 {
+    pub fn kind(&self) -> JobKind {
         match self {
-            Job::Match(m) => 2 * m.pairs,
+            Job::Match(_) => JobKind::Match,
+            Job::Endgame(_) => JobKind::Endgame,
+            Job::Wintable(_) => JobKind::Wintable,
+        }
+    }
+
+    /// The units of work the coordinator counts for this job ([`JobKind::unit`]): pairs of
+    /// games for matches and win tables, positions for endgames.
+    pub fn units(&self) -> u64 {
+        match self {
+            Job::Match(m) => m.pairs,
             Job::Endgame(e) => e.positions.len() as u64,
-            Job::Wintable(w) => 2 * w.pairs,
+            Job::Wintable(w) => w.pairs,
         }
     }
 }
@@ -179,6 +226,15 @@ pub enum JobResult {
 }
 
 impl JobResult {
+    pub fn kind(&self) -> JobKind {
+        match self {
+            JobResult::Match(_) => JobKind::Match,
+            JobResult::Endgame(_) => JobKind::Endgame,
+            JobResult::Wintable(_) => JobKind::Wintable,
+        }
+    }
+
+    /// Games played, or positions solved.
     pub fn games(&self) -> u64 {
         match self {
             JobResult::Match(t) => t.games,
@@ -282,6 +338,17 @@ mod tests {
     fn claim_response_is_tagged() {
         let idle = serde_json::to_value(ClaimResponse::Idle { retry_after_ms: 5 }).unwrap();
         assert_eq!(idle["status"], "idle");
+        let claim = ClaimRequest {
+            protocol: 2,
+            threads: 1,
+            kinds: kind_names(&[JobKind::Match]),
+            rates: [("endgame".to_string(), 0.5)].into(),
+        };
+        let v = serde_json::to_value(&claim).unwrap();
+        assert_eq!((v["kinds"][0].as_str(), v["rates"]["endgame"].as_f64()), (Some("match"), Some(0.5)));
+        // A kind added after this build is ignored, not an error.
+        let names = ["wintable", "cnn", "match", "match"].map(String::from);
+        assert_eq!(known_kinds(&names), [JobKind::Match, JobKind::Wintable]);
         let job = serde_json::to_value(Job::Match(MatchJob {
             bot1: "a".into(),
             bot2: "b".into(),

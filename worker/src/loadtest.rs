@@ -92,7 +92,12 @@ async fn load(a: Args) -> Result<()> {
         for &i in chunk {
             let (c, s) = (anon.clone(), samples.clone());
             set.spawn(async move {
-                let req = RegisterRequest { protocol: PROTOCOL_VERSION, name: format!("load-{i}"), threads: 4 };
+                let req = RegisterRequest {
+                    protocol: PROTOCOL_VERSION,
+                    name: format!("load-{i}"),
+                    threads: 4,
+                    kinds: vec!["match".into()],
+                };
                 let t = Instant::now();
                 let r: RegisterResponse = c.post("/workers/register", &req).await?;
                 record(&s, "register", t.elapsed());
@@ -130,7 +135,13 @@ async fn load(a: Args) -> Result<()> {
                 let claim = c
                     .post::<_, ClaimResponse>(
                         "/claim",
-                        &ClaimRequest { protocol: PROTOCOL_VERSION, threads: 4, games_per_sec: Some(0.02) },
+                        &ClaimRequest {
+                            protocol: PROTOCOL_VERSION,
+                            threads: 4,
+                            kinds: vec!["match".into()],
+                            // A pair a batch: the smallest upload.
+                            rates: [("match".to_string(), 0.01)].into(),
+                        },
                     )
                     .await;
                 record(&s, "claim", t.elapsed());
@@ -151,7 +162,7 @@ async fn load(a: Args) -> Result<()> {
                         let up = c
                             .post::<_, UploadResponse>(
                                 &format!("/batches/{}/result", b.batch_id),
-                                &fake_upload(b.lease_id, b.job.games() / 2, &logs),
+                                &fake_upload(b.lease_id, b.job.units(), &logs),
                             )
                             .await;
                         record(&s, "result", t.elapsed());

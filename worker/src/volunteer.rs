@@ -18,8 +18,10 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use shared::PROTOCOL_VERSION;
+use shared::experiment::JobKind;
 use shared::protocol::*;
 use shared::stats::MatchTally;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -44,6 +46,14 @@ pub struct Args {
     /// endgame batch, then kept).
     #[arg(long, default_value_t = 256)]
     endgame_table_mb: usize,
+    /// Job kinds to run, comma-separated (default: every kind this worker knows: match,
+    /// endgame, wintable). The coordinator hands out no others.
+    #[arg(long, value_delimiter = ',', value_parser = parse_kind)]
+    kinds: Vec<JobKind>,
+}
+
+fn parse_kind(s: &str) -> Result<JobKind, String> {
+    JobKind::parse(s.trim()).ok_or_else(|| format!("`{s}` is not a job kind (match, endgame, wintable)"))
 }
 
 /// The endgame solver, made at the first endgame batch and kept: its table's entries are keyed
@@ -196,10 +206,12 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
             }
         });
     }
-    let (mut client, mut fresh) = credential(&anon, &name, threads, &quit).await?;
+    let kinds = if a.kinds.is_empty() { JobKind::ALL.to_vec() } else { a.kinds.clone() };
+    let (mut client, mut fresh) = credential(&anon, &name, threads, &kinds, &quit).await?;
     let cache = cache_dir()?.join("artifacts");
     let mut loaded: Option<(Vec<String>, Arc<Loaded>)> = None;
-    let mut games_per_sec: Option<f64> = None;
+    // Units per second measured on the last batch of each kind, for the coordinator's sizing.
+    let mut rates: BTreeMap<String, f64> = BTreeMap::new();
     let mut idle_since = Instant::now();
     let mut backoff = Duration::from_millis(500);
     // Consecutive "no work" answers stretch the wait, so idle volunteers cost the coordinator
@@ -207,10 +219,29 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
     let mut idle_wait: Option<Duration> = None;
     eprintln!("volunteering {threads} threads to {} as `{name}`", client.base());
     while quit.load(Ordering::SeqCst) == 0 {
-        let req = ClaimRequest { protocol: PROTOCOL_VERSION, threads: threads as u32, games_per_sec };
-        let batch = match client.post::<_, ClaimResponse>("/claim", &req).await {
-            Ok(ClaimResponse::Batch(b)) => *b,
-            Ok(ClaimResponse::Idle { retry_after_ms }) => {
+        let req = ClaimRequest {
+            protocol: PROTOCOL_VERSION,
+            threads: threads as u32,
+            kinds: kind_names(&kinds),
+            rates: rates.clone(),
+        };
+        let batch = match client.post::<_, serde_json::Value>("/claim", &req).await.and_then(decode_claim) {
+            Ok(Claimed::Batch(b)) => *b,
+            Ok(Claimed::Unknown { batch_id, lease_id, why }) => {
+                // A job this build cannot run: give it straight back, so that its lease does not
+                // expire and count against it, and wait before claiming again.
+                eprintln!("the coordinator sent a job this worker cannot run ({why}); released it; upgrade the worker");
+                let release = ReleaseRequest { lease_id };
+                if let Err(e) =
+                    client.post::<_, serde_json::Value>(&format!("/batches/{batch_id}/release"), &release).await
+                {
+                    eprintln!("release of batch {}: {e}", short(batch_id));
+                }
+                nap(backoff, &quit).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+            Ok(Claimed::Idle { retry_after_ms }) => {
                 backoff = Duration::from_millis(500);
                 if a.exit_when_idle && idle_since.elapsed() >= Duration::from_secs(IDLE_EXIT_SECS) {
                     eprintln!("no work; exiting");
@@ -233,7 +264,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
             Err(ClientError::Status { status: 401, .. }) if !fresh => {
                 eprintln!("the coordinator does not know this worker's token; registering again");
                 forget_credential(client.base(), &name)?;
-                (client, fresh) = credential(&anon, &name, threads, &quit).await?;
+                (client, fresh) = credential(&anon, &name, threads, &kinds, &quit).await?;
                 continue;
             }
             Err(e) => bail!("claim refused: {e}"),
@@ -257,8 +288,8 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 }
             },
         };
-        if let Some(gps) = play_batch(&client, &batch, data, &pool, &endgame, &quit).await? {
-            games_per_sec = Some(gps);
+        if let Some(rate) = play_batch(&client, &batch, data, &pool, &endgame, &quit).await? {
+            rates.insert(batch.job.kind().as_str().to_string(), rate);
         }
         idle_since = Instant::now();
     }
@@ -267,13 +298,24 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
 
 /// A client carrying this machine's token for the coordinator, registering on first use; and
 /// whether the token is newly issued.
-async fn credential(client: &Client, name: &str, threads: usize, quit: &AtomicU8) -> Result<(Client, bool)> {
+async fn credential(
+    client: &Client,
+    name: &str,
+    threads: usize,
+    kinds: &[JobKind],
+    quit: &AtomicU8,
+) -> Result<(Client, bool)> {
     let path = credentials_path()?;
     let mut creds = load_credentials(&path)?;
     if let Some(c) = creds.iter().find(|c| c.coordinator == client.base() && c.name == name) {
         return Ok((client.with_token(c.token.clone()), false));
     }
-    let req = RegisterRequest { protocol: PROTOCOL_VERSION, name: name.to_string(), threads: threads as u32 };
+    let req = RegisterRequest {
+        protocol: PROTOCOL_VERSION,
+        name: name.to_string(),
+        threads: threads as u32,
+        kinds: kind_names(kinds),
+    };
     let r: RegisterResponse = retry("register", quit, || client.post("/workers/register", &req))
         .await
         .context("registering with the coordinator")?;
@@ -293,6 +335,42 @@ fn forget_credential(coordinator: &str, name: &str) -> Result<()> {
     let mut creds = load_credentials(&path)?;
     creds.retain(|c| !(c.coordinator == coordinator && c.name == name));
     save_credentials(&path, &creds)
+}
+
+/// What a claim's answer holds, as far as this build can tell.
+#[derive(Debug)]
+enum Claimed {
+    Batch(Box<BatchSpec>),
+    Idle {
+        retry_after_ms: u64,
+    },
+    /// A leased batch this build cannot decode (a job kind or field added since it was built).
+    Unknown {
+        batch_id: uuid::Uuid,
+        lease_id: uuid::Uuid,
+        why: String,
+    },
+}
+
+/// Decode a claim's answer. One that leased a batch this build cannot read still names the
+/// batch and lease, so that it can be released rather than left to expire; an answer with
+/// neither is an error.
+fn decode_claim(v: serde_json::Value) -> Result<Claimed, ClientError> {
+    if let Ok(r) = serde_json::from_value::<ClaimResponse>(v.clone()) {
+        return Ok(match r {
+            ClaimResponse::Batch(b) => Claimed::Batch(b),
+            ClaimResponse::Idle { retry_after_ms } => Claimed::Idle { retry_after_ms },
+        });
+    }
+    let id = |field: &str| v.get(field).and_then(|x| x.as_str()).and_then(|x| x.parse().ok());
+    let why = match v.pointer("/job/kind").and_then(|k| k.as_str()) {
+        Some(kind) if JobKind::parse(kind).is_none() => format!("job kind `{kind}`"),
+        _ => serde_json::from_value::<ClaimResponse>(v.clone()).err().map_or_else(String::new, |e| e.to_string()),
+    };
+    match (id("batch_id"), id("lease_id")) {
+        (Some(batch_id), Some(lease_id)) => Ok(Claimed::Unknown { batch_id, lease_id, why }),
+        _ => Err(ClientError::Unreachable(format!("an answer to /claim this worker cannot read: {why}"))),
+    }
 }
 
 /// Sleep about `d` (with jitter), waking early when Ctrl-C asks to quit.
@@ -382,7 +460,8 @@ enum Played {
     Cancelled,
 }
 
-/// Play, heartbeat, upload. Returns the measured games per second when the batch completed.
+/// Play, heartbeat, upload. Returns the measured units of work per second ([`Job::units`]) when
+/// the batch completed.
 async fn play_batch(
     client: &Client,
     batch: &BatchSpec,
@@ -501,7 +580,7 @@ async fn play_batch(
         Err(e) => format!("upload refused: {e}"),
     };
     println!("batch {id}  {} cell {}  {summary}  {outcome}", batch.experiment_name, batch.cell_index);
-    Ok(Some(games as f64 / secs))
+    Ok(Some(batch.job.units() as f64 / secs))
 }
 
 /// Stops a batch's games early (through `Match::play`'s error path).
@@ -669,4 +748,33 @@ fn gz64(bytes: &[u8]) -> Result<String> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(bytes)?;
     Ok(base64::engine::general_purpose::STANDARD.encode(e.finish()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_this_build_cannot_run_is_named_for_release() {
+        let (batch, lease) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+        let claim = serde_json::json!({
+            "status": "batch", "batch_id": batch, "lease_id": lease, "lease_secs": 120, "heartbeat_secs": 30,
+            "experiment_id": uuid::Uuid::new_v4(), "experiment_name": "x", "cell_id": uuid::Uuid::new_v4(),
+            "cell_index": 0, "artifacts": [], "job": { "kind": "cnn", "model": "abc" }
+        });
+        match decode_claim(claim.clone()) {
+            Ok(Claimed::Unknown { batch_id, lease_id, why }) => {
+                assert_eq!((batch_id, lease_id), (batch, lease));
+                assert!(why.contains("`cnn`"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A known kind decodes; an idle answer is idle; nonsense is an error, not a panic.
+        let mut known = claim;
+        known["job"] = serde_json::json!({ "kind": "match", "bot1": "static", "bot2": "greedy", "seed": 1, "first_pair": 0, "pairs": 2 });
+        assert!(matches!(decode_claim(known), Ok(Claimed::Batch(b)) if b.job.units() == 2));
+        let idle = decode_claim(serde_json::json!({ "status": "idle", "retry_after_ms": 5 }));
+        assert!(matches!(idle, Ok(Claimed::Idle { retry_after_ms: 5 })));
+        assert!(decode_claim(serde_json::json!({ "status": "party" })).is_err());
+    }
 }
