@@ -25,7 +25,7 @@ fn gz64(text: &str) -> (String, String) {
     use sha2::Digest;
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(text.as_bytes()).unwrap();
-    let sha = sha2::Sha256::digest(text.as_bytes()).iter().map(|x| format!("{x:02x}")).collect();
+    let sha = hex::encode(sha2::Sha256::digest(text.as_bytes()));
     (base64::engine::general_purpose::STANDARD.encode(e.finish().unwrap()), sha)
 }
 

@@ -77,7 +77,7 @@ fn gz64(text: &str) -> (String, String) {
 
 fn sha2_hex(b: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
+    hex::encode(sha2::Sha256::digest(b))
 }
 
 /// An upload for `pairs` pairs all won twice by the first bot.

@@ -15,7 +15,7 @@ use std::path::Path as FsPath;
 pub const ROLES: [&str; 5] = ["lexicon", "leaves", "distribution", "layout", "winpct"];
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// Store an artifact (a no-op when its bytes are already there); make it its role's default

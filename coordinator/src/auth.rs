@@ -35,7 +35,7 @@ impl Role {
 
 pub fn new_token() -> String {
     let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }
 
 pub fn hash(token: &str) -> Vec<u8> {

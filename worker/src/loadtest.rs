@@ -58,7 +58,7 @@ fn tiny_logs() -> Result<Logs> {
     let gz = |text: &str| -> Result<(String, String)> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         e.write_all(text.as_bytes())?;
-        let sha = Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let sha = hex::encode(Sha256::digest(text.as_bytes()));
         Ok((base64::engine::general_purpose::STANDARD.encode(e.finish()?), sha))
     };
     let (gcg_gz, gcg_sha256) = gz(&format!("{GAME_MARKER}0\n#player1 p1 a\n#player2 p2 b\n"))?;

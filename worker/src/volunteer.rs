@@ -408,13 +408,13 @@ async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], qui
             .unwrap_or("bin");
         let path = cache.join(format!("{}.{ext}", r.sha256));
         // A cached copy is checked too: a month of uptime meets the odd bad disk block.
-        let cached_ok = std::fs::read(&path).is_ok_and(|b| hex(&Sha256::digest(&b)) == r.sha256);
+        let cached_ok = std::fs::read(&path).is_ok_and(|b| hex::encode(Sha256::digest(&b)) == r.sha256);
         if !cached_ok {
             let url = format!("/artifacts/{}", r.sha256);
             let bytes = retry("download", quit, || client.get_bytes(&url))
                 .await
                 .with_context(|| format!("downloading {}", r.name))?;
-            let got = hex(&Sha256::digest(&bytes));
+            let got = hex::encode(Sha256::digest(&bytes));
             if got != r.sha256 {
                 bail!("artifact {}: downloaded bytes hash to {got}, not {}", r.name, r.sha256);
             }
@@ -436,10 +436,6 @@ async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], qui
         None => None,
     };
     Ok(Loaded { data: Data { dist, layout, kwg }, leaves, table })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 async fn report_failure(client: &Client, batch: &BatchSpec, error: &str) {
@@ -635,9 +631,9 @@ fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> 
     Ok(Played::Done(
         Box::new(JobResult::Match(tally)),
         Logs {
-            gcg_sha256: hex(&Sha256::digest(gcg.as_bytes())),
+            gcg_sha256: hex::encode(Sha256::digest(gcg.as_bytes())),
             gcg_gz: gz64(gcg.as_bytes())?,
-            csv_sha256: hex(&Sha256::digest(csv.as_bytes())),
+            csv_sha256: hex::encode(Sha256::digest(csv.as_bytes())),
             csv_gz: gz64(csv.as_bytes())?,
         },
     ))
@@ -676,7 +672,7 @@ fn count_positions(loaded: &Loaded, job: &WintableJob, cancel: &AtomicBool) -> R
 }
 
 fn empty_logs() -> Result<Logs> {
-    let empty = hex(&Sha256::digest(b""));
+    let empty = hex::encode(Sha256::digest(b""));
     Ok(Logs { gcg_gz: gz64(b"")?, gcg_sha256: empty.clone(), csv_gz: gz64(b"")?, csv_sha256: empty })
 }
 
