@@ -112,7 +112,7 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
     // A cell whose stored totals went wrong is found and repaired from the batch results.
     let before = check_totals(&coord.url, id).await?;
     sqlx::query(
-        "UPDATE cells SET tally = jsonb_set(tally, '{wins}', '0'), done_pairs = 1 WHERE experiment_id = $1 AND idx = 1",
+        "UPDATE cells SET tally = jsonb_set(tally, '{wins}', '0'), done_units = 1 WHERE experiment_id = $1 AND idx = 1",
     )
     .bind(id)
     .execute(&pool)
@@ -143,7 +143,7 @@ async fn ctrl_c_finishes_or_releases_the_batch() -> Result<()> {
     let leased = async |name: &str| -> Result<Uuid> {
         let start = Instant::now();
         loop {
-            let row: Option<(Uuid,)> = sqlx::query_as("SELECT b.id FROM batches b JOIN workers w ON w.id = b.lease_owner WHERE w.name = $1 AND b.state = 'leased' AND b.pairs > 1")
+            let row: Option<(Uuid,)> = sqlx::query_as("SELECT b.id FROM batches b JOIN workers w ON w.id = b.lease_owner WHERE w.name = $1 AND b.state = 'leased' AND b.units > 1")
                 .bind(name)
                 .fetch_optional(&pool)
                 .await?;

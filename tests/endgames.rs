@@ -1,7 +1,8 @@
 //! Endgame experiments on the spine: a coordinator, two real volunteers and a lying worker
 //! (plain HTTP). Every position is solved and cross-checked by a different worker; the liar's
-//! wrong values are caught by the checks, flagged and solved a third time; the volunteers'
-//! values agree with each other; the dashboard in Chromium shows it all.
+//! wrong exact values are caught by the checks and solved a third time, and the value the two
+//! honest workers agree on is the position's; its values "cut by the limits" are shown as
+//! unverified; the dashboard in Chromium shows it all.
 
 use anyhow::Result;
 use base64::Engine as _;
@@ -58,35 +59,41 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
     .await;
     assert_eq!(s, 200, "{v}");
     let liar = v["token"].as_str().unwrap().to_string();
-    let (s, batch) = post(
-        &http,
-        &format!("{api}/claim"),
-        Some(&liar),
-        json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "kinds": ["endgame"] }),
-    )
-    .await;
-    assert_eq!((s, batch["status"].as_str()), (200, Some("batch")), "{batch}");
-    assert_eq!(batch["job"]["kind"], "endgame");
-    let lied: Vec<u64> =
-        batch["job"]["positions"].as_array().unwrap().iter().map(|p| p["index"].as_u64().unwrap()).collect();
-    assert!(!lied.is_empty());
-    let solved: Vec<Value> = lied
-        .iter()
-        .map(|&i| json!({ "index": i, "cgp": "made up", "skipped": false, "value": 999, "exact": true, "best": "-", "sequence": "-", "nodes": 1, "ms": 1 }))
-        .collect();
     let (gz, sha) = gz64("");
-    let body = json!({ "lease_id": batch["lease_id"], "elapsed_ms": 5, "result": { "kind": "endgame", "solved": solved },
-                       "logs": { "gcg_gz": gz, "gcg_sha256": sha, "csv_gz": gz, "csv_sha256": sha } });
-    // Positions that are not the batch's are refused.
-    let mut wrong = body.clone();
-    wrong["result"]["solved"][0]["index"] = json!(1000);
-    let (s, v) =
-        post(&http, &format!("{api}/batches/{}/result", batch["batch_id"].as_str().unwrap()), Some(&liar), wrong).await;
-    assert_eq!(s, 422, "{v}");
-    let (s, v) =
-        post(&http, &format!("{api}/batches/{}/result", batch["batch_id"].as_str().unwrap()), Some(&liar), body).await;
-    assert_eq!(s, 200, "{v}");
-    assert!(v["message"].as_str().unwrap().contains("queued for another worker"), "{v}");
+    let logs = json!({ "gcg_gz": gz, "gcg_sha256": sha, "csv_gz": gz, "csv_sha256": sha });
+    // The liar's first batch gets made-up exact values; its second, values it says were cut
+    // by the limits (which are never compared, so never trusted).
+    let mut batches = Vec::new();
+    for exact in [true, false] {
+        let (s, batch) = post(
+            &http,
+            &format!("{api}/claim"),
+            Some(&liar),
+            json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 2, "kinds": ["endgame"] }),
+        )
+        .await;
+        assert_eq!((s, batch["status"].as_str()), (200, Some("batch")), "{batch}");
+        assert_eq!(batch["job"]["kind"], "endgame");
+        let positions: Vec<u64> =
+            batch["job"]["positions"].as_array().unwrap().iter().map(|p| p["index"].as_u64().unwrap()).collect();
+        assert!(!positions.is_empty());
+        let solved: Vec<Value> = positions
+            .iter()
+            .map(|&i| json!({ "index": i, "cgp": "made up", "skipped": false, "value": 999, "exact": exact, "best": "-", "sequence": "-", "nodes": 1, "ms": 1 }))
+            .collect();
+        let body = json!({ "lease_id": batch["lease_id"], "elapsed_ms": 5, "result": { "kind": "endgame", "solved": solved }, "logs": logs });
+        let result = format!("{api}/batches/{}/result", batch["batch_id"].as_str().unwrap());
+        // Positions that are not the batch's are refused.
+        let mut wrong = body.clone();
+        wrong["result"]["solved"][0]["index"] = json!(1000);
+        let (s, v) = post(&http, &result, Some(&liar), wrong).await;
+        assert_eq!(s, 422, "{v}");
+        let (s, v) = post(&http, &result, Some(&liar), body).await;
+        assert_eq!(s, 200, "{v}");
+        assert!(v["message"].as_str().unwrap().contains("queued for another worker"), "{v}");
+        batches.push(positions);
+    }
+    let [lied, limited] = [batches[0].clone(), batches[1].clone()];
 
     // Two honest volunteers do the rest: first solves, cross-checks, and re-solves.
     let mut a = volunteer(&coord.url, "volunteer-a", &dir.0.join("a"), &[])?;
@@ -112,15 +119,30 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
         let workers: HashSet<&str> = solves.iter().map(|r| r["worker"].as_str().unwrap()).collect();
         assert_eq!(workers.len(), solves.len(), "position {i}: each solve by a different worker: {solves:?}");
         if lied.contains(i) {
-            // The check caught the lie, and a third worker settled it.
-            assert!(checks[0]["disagrees"].as_bool().unwrap(), "{solves:?}");
+            // The first check contradicted the liar, a third worker agreed with the check: that
+            // is the position's value, and the liar is the one marked as disagreeing.
             assert_eq!(checks.len(), 2, "re-solved once: {solves:?}");
-            assert_eq!(checks[0]["value"], checks[1]["value"], "the honest workers agree: {solves:?}");
-            assert!(!checks[1]["disagrees"].as_bool().unwrap() || checks[1]["value"] != 999);
+            assert_eq!(
+                (&first[0]["verdict"], &first[0]["disagrees"]),
+                (&json!("disagrees"), &json!(true)),
+                "{solves:?}"
+            );
+            for c in &checks {
+                assert_eq!((&c["verdict"], &c["disagrees"]), (&json!("agrees"), &json!(false)), "{solves:?}");
+            }
+            assert_eq!((&checks[0]["value"], &checks[0]["skipped"]), (&checks[1]["value"], &checks[1]["skipped"]));
             disputed += 1;
+        } else if limited.contains(i) {
+            // A solve cut by the limits is not compared: no dispute, no re-solve, and nothing
+            // agreed until a second exact solve.
+            assert_eq!(checks.len(), 1, "{solves:?}");
+            assert_eq!(first[0]["verdict"], "unverified", "{solves:?}");
+            assert_eq!((&checks[0]["verdict"], &checks[0]["disagrees"]), (&json!("pending"), &json!(false)));
         } else {
             assert_eq!(checks.len(), 1);
-            assert_eq!(checks[0]["disagrees"], false, "honest workers agree: {solves:?}");
+            for r in [first[0], checks[0]] {
+                assert_eq!((&r["verdict"], &r["disagrees"]), (&json!("agrees"), &json!(false)), "{solves:?}");
+            }
             assert_eq!(checks[0]["value"], first[0]["value"], "{solves:?}");
             assert_eq!(checks[0]["skipped"], first[0]["skipped"]);
             if !first[0]["skipped"].as_bool().unwrap() {
@@ -135,6 +157,21 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
     assert!(page.contains("solved <span id=\"solved\">10</span> / 10"), "{page}");
     assert!(page.contains(&format!("disagreements <span id=\"disagreements\">{}</span>", lied.len())));
     assert_eq!(page.matches("<tr class=\"position\"").count(), 10);
+    // Each row shows the agreed value and who disagreed, or why there is none.
+    for (i, solves) in &by_pos {
+        let start = page.find(&format!("<tr class=\"position\" data-index=\"{i}\"")).unwrap();
+        let row = &page[start..start + page[start..].find("</tr>").unwrap()];
+        if limited.contains(i) {
+            assert!(row.contains("data-state=\"unconfirmed\"") && row.contains("unverified: liar"), "{row}");
+            continue;
+        }
+        assert!(row.contains("data-state=\"agreed\"") && row.contains("agreed by "), "{row}");
+        assert_eq!(row.contains("disagreed: liar"), lied.contains(i), "{row}");
+        let agreed = solves.iter().find(|r| r["verdict"] == "agrees").unwrap();
+        if agreed["skipped"] == false {
+            assert!(row.contains(&format!("data-value=\"{}\"", agreed["value"])), "{row}");
+        }
+    }
     assert_eq!(page.matches("<tr class=\"dispute\"").count(), 3 * lied.len(), "three solves of each disputed position");
     let buckets: u64 = page
         .match_indices("<rect class=\"bucket\" data-count=\"")

@@ -246,7 +246,7 @@ pub async fn check_totals(url: &str, id: Uuid) -> Result<Value> {
         let mut ranges: Vec<(u64, u64)> = Vec::new();
         for b in all.iter().filter(|b| b["cell_id"] == cell["id"]) {
             sum.merge(&tally(&b["result"]));
-            ranges.push((b["first_pair"].as_u64().unwrap(), b["pairs"].as_u64().unwrap()));
+            ranges.push((b["first_unit"].as_u64().unwrap(), b["units"].as_u64().unwrap()));
         }
         ensure!(
             sum == tally(&cell["tally"]),
@@ -294,7 +294,7 @@ pub async fn check_replays(url: &str, db_url: &str, id: Uuid) -> Result<usize> {
         let mut text = String::new();
         flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text)?;
         let games = shared::protocol::split_gcg_bundle(&text).map_err(anyhow::Error::msg)?;
-        let (first, pairs) = (b["first_pair"].as_u64().unwrap(), b["pairs"].as_u64().unwrap());
+        let (first, pairs) = (b["first_unit"].as_u64().unwrap(), b["units"].as_u64().unwrap());
         ensure!(games.len() as u64 == 2 * pairs, "batch {bid}: {} games logged for {pairs} pairs", games.len());
         let (mut w, mut d, mut l) = (0, 0, 0);
         for (gid, gcg) in games {

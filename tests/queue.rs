@@ -125,6 +125,23 @@ async fn queue_rules() -> Result<()> {
         assert_eq!(s, 422, "{bad}: {v}");
         assert!(v["error"].as_str().unwrap().contains(field), "{v} should name {field}");
     }
+    // Listed endgame positions are read with the experiment's own tile distribution: four
+    // tiles on two racks leave English's bag with 96, and a pinned four-tile set's empty.
+    let dir = Scratch::new("rules");
+    let four = dir.0.join("four.dist");
+    std::fs::write(&four, "? 0 0 0\nA 1 1 1\nB 1 3 0\nC 1 3 0\nD 1 2 0\n")?;
+    let sha = coordinator_cmd(&db.url, &["artifact", "--role", "distribution", four.to_str().unwrap()])?;
+    let sha = sha.split_whitespace().find(|w| w.len() == 64).expect("the artifact's sha256");
+    let endgame = format!(
+        "name = \"tiny\"\nkind = \"endgame\"\n[endgame]\npositions = [\"{} AB/CD 0/0 0\"]\n",
+        ["15"; 15].join("/")
+    );
+    let (s, v) = api.submit(r, &endgame).await;
+    assert!(s == 422 && v["error"].as_str().unwrap().contains("endgame.positions[0]: the bag holds 96"), "{s} {v}");
+    let (s, v) = api.submit(r, &format!("{endgame}[artifacts]\ndistribution = \"{sha}\"\n")).await;
+    assert_eq!(s, 200, "{v}");
+    sqlx::query("DELETE FROM experiments").execute(&db.pool().await?).await?;
+
     // The server may close a connection whose body it refused: use a client of its own.
     let (s, _) = Api::new(&coord.url).submit(r, &"#".repeat(2 << 20)).await;
     assert_eq!(s, 413, "oversized body");
@@ -150,7 +167,6 @@ async fn queue_rules() -> Result<()> {
     assert_eq!(s, 422);
 
     // `worker submit` relays the coordinator's refusal and exits non-zero.
-    let dir = Scratch::new("rules");
     let bad = experiment_file(&dir.0, "bad.toml", &ONE_CELL.replace("greedy", "alphazero"));
     let out = std::process::Command::new(bin("worker"))
         .arg("submit")
@@ -458,7 +474,7 @@ async fn results_must_match_their_batch() -> Result<()> {
             assert!(v["error"].as_str().unwrap().starts_with(field), "{kind} batch: {v} should name {field}");
         }
         let (state, done): (String, i64) = sqlx::query_as(
-            "SELECT b.state, c.done_pairs FROM batches b JOIN cells c ON c.id = b.cell_id WHERE b.id = $1::text::uuid",
+            "SELECT b.state, c.done_units FROM batches b JOIN cells c ON c.id = b.cell_id WHERE b.id = $1::text::uuid",
         )
         .bind(b["batch_id"].as_str().unwrap())
         .fetch_one(&pool)
@@ -514,6 +530,126 @@ async fn a_worker_is_handed_only_the_kinds_it_runs() -> Result<()> {
         sqlx::query_as("SELECT rates FROM workers WHERE name = 'every-kind'").fetch_one(&pool).await?;
     let has = |k: &str| rates.get(k).and_then(Value::as_f64).is_some_and(|r| r > 0.0);
     assert!(!has("match") && has("endgame") && has("wintable"), "{rates}");
+    drop(coord);
+    db.drop_db().await
+}
+
+/// Data stored before job kinds became types (specs of one shape with an `endgame` section,
+/// placeholder bots, `*_pairs` columns) reads the same after the migration: every kind's spec,
+/// targets in games or positions, and recorded batches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_from_before_kinds_as_types_survives_the_migration() -> Result<()> {
+    let db = TestDb::create().await?;
+    let pool = db.pool().await?;
+    let mut before = sqlx::migrate::Migrator::new(repo().join("migrations")).await?;
+    before.migrations =
+        before.migrations.iter().filter(|m| m.version < 20261123000002).cloned().collect::<Vec<_>>().into();
+    before.run(&pool).await?;
+    let old = |kind: &str, games: u64, bots: &str, endgame: Value| {
+        json!({ "name": format!("old {kind}"), "description": "", "kind": kind, "priority": 0, "seed": 7,
+                "games_per_cell": games, "bots": [bots, bots], "axes": [], "sprt": null,
+                "artifacts": { "lexicon": null, "leaves": null, "winpct": null }, "endgame": endgame })
+    };
+    let eg = json!({ "source": { "generated": { "count": 5, "extra": 1 } }, "plies": 4, "time_ms": 2000, "cross_check": 0.5 });
+    let mut m_spec = old("match", 20, "static", Value::Null);
+    m_spec["bots"] = json!(["static", "greedy"]);
+    let specs = [
+        ("match", m_spec, 10),
+        ("endgame", old("endgame", 5, "endgame", eg), 5),
+        ("wintable", old("wintable", 40, "static", Value::Null), 20),
+    ];
+    let mut ids = Vec::new();
+    let worker = Uuid::new_v4();
+    sqlx::query("INSERT INTO workers (id, name, threads) VALUES ($1, 'old', 1)").bind(worker).execute(&pool).await?;
+    for (kind, spec, target) in &specs {
+        let (id, cell, batch) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let result = match *kind {
+            "match" => upload(&json!(Uuid::nil()), 1)["result"].clone(),
+            "endgame" => {
+                json!({ "kind": "endgame", "solved": [{ "index": 0, "cgp": "", "skipped": true, "value": 0, "exact": true,
+                                                            "best": "-", "sequence": "", "nodes": 0, "ms": 0 }] })
+            }
+            _ => json!({ "kind": "wintable", "games": 2, "counts": [] }),
+        };
+        let mut tally = serde_json::to_value(shared::stats::MatchTally::default())?;
+        if *kind == "match" {
+            tally = result.clone();
+            tally.as_object_mut().unwrap().remove("kind");
+        }
+        sqlx::query("INSERT INTO experiments (id, name, kind, spec, artifacts, status) VALUES ($1, $2, $3, $4, '[]', 'running')")
+            .bind(id)
+            .bind(spec["name"].as_str())
+            .bind(kind)
+            .bind(spec)
+            .execute(&pool)
+            .await?;
+        sqlx::query("INSERT INTO cells (id, experiment_id, idx, params, bots, target_pairs, next_pair, done_pairs, tally) VALUES ($1, $2, 0, '{}', $3, $4, 1, 1, $5)")
+            .bind(cell)
+            .bind(id)
+            .bind(&spec["bots"])
+            .bind(*target as i64)
+            .bind(&tally)
+            .execute(&pool)
+            .await?;
+        sqlx::query("INSERT INTO batches (id, cell_id, experiment_id, first_pair, pairs, priority, state) VALUES ($1, $2, $3, 0, 1, 0, 'done')")
+            .bind(batch)
+            .bind(cell)
+            .bind(id)
+            .execute(&pool)
+            .await?;
+        sqlx::query("INSERT INTO batch_results (batch_id, lease_id, worker_id, cell_id, experiment_id, result, games, elapsed_ms, gcg_gz, gcg_sha256, csv_gz, csv_sha256)
+                     VALUES ($1, $2, $3, $4, $5, $6, 2, 1, '', '', '', '')")
+            .bind(batch)
+            .bind(Uuid::new_v4())
+            .bind(worker)
+            .bind(cell)
+            .bind(id)
+            .bind(result)
+            .execute(&pool)
+            .await?;
+        ids.push(id);
+    }
+    // Starting the coordinator applies the rest.
+    let coord = Coordinator::start(&db.url, &[])?;
+    let urls: Vec<String> = ids.iter().map(|id| format!("{}/api/v1/experiments/{id}", coord.url)).collect();
+    let detail = |i: usize| get_json(&urls[i]);
+    let m = detail(0).await?;
+    assert_eq!(
+        (&m["spec"]["kind"], &m["spec"]["games_per_cell"], &m["spec"]["bots"][1]),
+        (&json!("match"), &json!(20), &json!("greedy")),
+        "{m}"
+    );
+    assert_eq!(
+        (&m["cells"][0]["target_games"], &m["cells"][0]["bots"][0], &m["games"]),
+        (&json!(20), &json!("static"), &json!(2)),
+        "{m}"
+    );
+    let e = detail(1).await?;
+    assert_eq!(
+        (&e["spec"]["kind"], &e["spec"]["source"]["generated"]["count"], &e["spec"]["time_ms"]),
+        (&json!("endgame"), &json!(5), &json!(2000)),
+        "{e}"
+    );
+    assert_eq!(
+        (&e["cells"][0]["target_games"], &e["cells"][0]["bots"], &e["games"], &e["counted"]),
+        (&json!(5), &Value::Null, &json!(1), &json!("positions")),
+        "{e}"
+    );
+    assert!(e["spec"].get("endgame").is_none() && e["spec"].get("bots").is_none(), "{e}");
+    let w = detail(2).await?;
+    assert_eq!(
+        (&w["spec"]["kind"], &w["spec"]["games"], &w["cells"][0]["target_games"]),
+        (&json!("wintable"), &json!(40), &json!(40)),
+        "{w}"
+    );
+    for id in &ids {
+        let b = batches(&coord.url, *id).await?;
+        assert_eq!((&b[0]["first_unit"], &b[0]["units"]), (&json!(0), &json!(1)), "{b:?}");
+        let page = reqwest::get(format!("{}/experiments/{id}", coord.url)).await?;
+        assert_eq!(page.status(), 200);
+    }
+    let out = coordinator_cmd(&db.url, &["recompute"])?;
+    assert!(out.contains("0 differed"), "{out}");
     drop(coord);
     db.drop_db().await
 }

@@ -7,6 +7,7 @@ use anyhow::Context;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::IntoResponse;
+use engine::tiles::Distribution;
 use sha2::{Digest, Sha256};
 use shared::protocol::ArtifactRef;
 use std::path::Path as FsPath;
@@ -75,12 +76,7 @@ pub async fn ensure_defaults(db: &sqlx::PgPool, lexica: &FsPath) -> anyhow::Resu
 pub async fn resolve(db: &sqlx::PgPool, pinned: &shared::experiment::Artifacts) -> Result<Vec<ArtifactRef>> {
     let mut out = Vec::new();
     for role in ROLES {
-        let pin = match role {
-            "lexicon" => pinned.lexicon.as_deref(),
-            "leaves" => pinned.leaves.as_deref(),
-            "winpct" => pinned.winpct.as_deref(),
-            _ => None,
-        };
+        let pin = pinned.pinned(role);
         let row: Option<(String, String, i64)> = match pin {
             Some(sha) => {
                 sqlx::query_as("SELECT sha256, name, size FROM artifacts WHERE sha256 = $1 AND role = $2")
@@ -105,6 +101,18 @@ pub async fn resolve(db: &sqlx::PgPool, pinned: &shared::experiment::Artifacts) 
         out.push(ArtifactRef { role: role.into(), name, sha256, size: size as u64 });
     }
     Ok(out)
+}
+
+/// The tile distribution among an experiment's resolved artifacts.
+pub async fn distribution(db: impl sqlx::PgExecutor<'_>, artifacts: &[ArtifactRef]) -> Result<Distribution> {
+    let a = artifacts
+        .iter()
+        .find(|a| a.role == "distribution")
+        .ok_or_else(|| Error::internal("an experiment without a distribution artifact"))?;
+    let (bytes,): (Vec<u8>,) =
+        sqlx::query_as("SELECT bytes FROM artifacts WHERE sha256 = $1").bind(&a.sha256).fetch_one(db).await?;
+    Distribution::parse(&String::from_utf8_lossy(&bytes), &format!("artifact {} ({})", a.sha256, a.name))
+        .map_err(|e| Error::unprocessable(format!("artifacts.distribution: {e}")))
 }
 
 /// `GET /api/v1/artifacts/{sha256}`: the bytes, immutable forever.

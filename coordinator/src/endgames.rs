@@ -13,6 +13,7 @@ use uuid::Uuid;
 pub struct SolveRow {
     pub index: i64,
     pub pass: String,
+    pub worker_id: Uuid,
     pub worker: String,
     pub cgp: String,
     pub skipped: bool,
@@ -22,18 +23,156 @@ pub struct SolveRow {
     pub sequence: String,
     pub nodes: i64,
     pub ms: i64,
+    /// Differs from the value two other workers agreed on, or (before any agreement) from
+    /// another worker's exact solve.
     pub disagrees: bool,
+    /// How this solve stands against the position's other solves.
+    #[sqlx(skip)]
+    pub verdict: Option<Verdict>,
 }
 
-/// Every solve of an experiment's positions, by position then arrival.
+impl SolveRow {
+    /// What the solve claims, if it can be checked: skipped, or an exact value. A solve cut
+    /// by the depth or time limit claims only an estimate, which another machine's search
+    /// need not reproduce.
+    pub fn outcome(&self) -> Option<Outcome> {
+        Outcome::of(self.skipped, self.exact, self.value)
+    }
+}
+
+/// Every solve of an experiment's positions, by position then arrival, with its verdict.
 pub async fn solves(db: &sqlx::PgPool, id: Uuid) -> Result<Vec<SolveRow>> {
-    Ok(sqlx::query_as(
-        "SELECT s.idx AS index, s.pass, w.name AS worker, s.cgp, s.skipped, s.value, s.exact, s.best, s.sequence, s.nodes, s.ms, s.disagrees
+    let mut rows: Vec<SolveRow> = sqlx::query_as(
+        "SELECT s.idx AS index, s.pass, s.worker_id, w.name AS worker, s.cgp, s.skipped, s.value, s.exact, s.best, s.sequence, s.nodes, s.ms, s.disagrees
          FROM endgame_solutions s JOIN workers w ON w.id = s.worker_id WHERE s.experiment_id = $1 ORDER BY s.idx, s.received_at, s.pass DESC",
     )
     .bind(id)
     .fetch_all(db)
-    .await?)
+    .await?;
+    for group in rows.chunk_by_mut(|a, b| a.index == b.index) {
+        let claims: Vec<_> = group.iter().map(|r| (r.worker_id, r.outcome())).collect();
+        for (r, v) in group.iter_mut().zip(settle(&claims).verdicts) {
+            r.verdict = Some(v);
+        }
+    }
+    Ok(rows)
+}
+
+/// What a checkable solve says a position is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// No position: a generated game ended before its bag emptied.
+    Skipped,
+    /// The exact final spread for the player on turn.
+    Value(i32),
+}
+
+impl Outcome {
+    /// What a stored solve claims, if it can be checked ([`SolveRow::outcome`]).
+    pub fn of(skipped: bool, exact: bool, value: i32) -> Option<Outcome> {
+        match (skipped, exact) {
+            (true, _) => Some(Outcome::Skipped),
+            (false, true) => Some(Outcome::Value(value)),
+            (false, false) => None,
+        }
+    }
+}
+
+/// How one solve stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Claims the agreed outcome.
+    Agrees,
+    /// Claims another outcome than the agreed one, or than another worker's exact solve.
+    Disagrees,
+    /// Cut by a limit: its estimate is not compared.
+    Unverified,
+    /// Exact, and no other worker has confirmed or contradicted it yet.
+    Pending,
+}
+
+/// A position's solves weighed against each other.
+#[derive(Debug, PartialEq)]
+pub struct Settlement {
+    /// The first outcome two different workers claimed: the position's value. Every other
+    /// solve is compared with it, earlier ones included.
+    pub agreed: Option<Outcome>,
+    /// One per solve, in the order given.
+    pub verdicts: Vec<Verdict>,
+}
+
+impl Settlement {
+    /// Checkable solves contradict each other and nothing is agreed yet: another worker
+    /// should solve the position.
+    pub fn disputed(&self) -> bool {
+        self.agreed.is_none() && self.verdicts.contains(&Verdict::Disagrees)
+    }
+}
+
+/// Weigh a position's solves, in arrival order: (worker, what it claims if checkable).
+pub fn settle<W: PartialEq>(solves: &[(W, Option<Outcome>)]) -> Settlement {
+    let agreed = solves.iter().enumerate().find_map(|(j, (wj, oj))| {
+        let o = (*oj)?;
+        solves[..j].iter().any(|(wi, oi)| wi != wj && *oi == Some(o)).then_some(o)
+    });
+    let verdicts = solves
+        .iter()
+        .map(|(w, o)| match (*o, agreed) {
+            (None, _) => Verdict::Unverified,
+            (Some(o), Some(a)) if o == a => Verdict::Agrees,
+            (Some(_), Some(_)) => Verdict::Disagrees,
+            (Some(o), None) => {
+                if solves.iter().any(|(w2, o2)| w2 != w && o2.is_some_and(|o2| o2 != o)) {
+                    Verdict::Disagrees
+                } else {
+                    Verdict::Pending
+                }
+            }
+        })
+        .collect();
+    Settlement { agreed, verdicts }
+}
+
+/// A position as the page shows it: the agreed outcome (or what is known short of one) and
+/// who disagreed.
+pub struct PositionView<'a> {
+    pub index: i64,
+    /// The solve whose line is shown: an agreeing one, else the first checkable one, else
+    /// the first.
+    pub shown: &'a SolveRow,
+    pub agreed: Option<Outcome>,
+    pub agreed_by: Vec<&'a str>,
+    pub disagreed: Vec<&'a str>,
+    pub unverified: Vec<&'a str>,
+    pub solves: usize,
+}
+
+/// Group solves (as `solves` returns them) by position.
+pub fn positions(rows: &[SolveRow]) -> Vec<PositionView<'_>> {
+    rows.chunk_by(|a, b| a.index == b.index)
+        .map(|group| {
+            let claims: Vec<_> = group.iter().map(|r| (r.worker_id, r.outcome())).collect();
+            let settled = settle(&claims);
+            let who = |v: Verdict| {
+                group.iter().zip(&settled.verdicts).filter(|(_, x)| **x == v).map(|(r, _)| r.worker.as_str()).collect()
+            };
+            let first = |want: &dyn Fn(Verdict) -> bool| group.iter().zip(&settled.verdicts).find(|(_, v)| want(**v));
+            let shown = first(&|v| v == Verdict::Agrees)
+                .or_else(|| first(&|v| v != Verdict::Unverified))
+                .map_or(&group[0], |(r, _)| r);
+            PositionView {
+                index: group[0].index,
+                shown,
+                agreed: settled.agreed,
+                agreed_by: who(Verdict::Agrees),
+                disagreed: who(Verdict::Disagrees),
+                unverified: who(Verdict::Unverified),
+                solves: group.len(),
+            }
+        })
+        .collect()
 }
 
 /// `GET /api/v1/experiments/{id}/endgames`.
@@ -59,4 +198,45 @@ pub fn time_histogram(rows: &[SolveRow]) -> Vec<u64> {
         counts[b] += 1;
     }
     counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Outcome::{Skipped, Value};
+    use Verdict::*;
+
+    #[test]
+    fn two_workers_agreeing_settle_a_position_and_every_other_solve_is_compared_with_them() {
+        // A liar first, then two honest workers: the liar is the one who disagrees.
+        let s = settle(&[("liar", Some(Value(999))), ("a", Some(Value(12))), ("b", Some(Value(12)))]);
+        assert_eq!(s.agreed, Some(Value(12)));
+        assert_eq!(s.verdicts, [Disagrees, Agrees, Agrees]);
+        assert!(!s.disputed());
+        // A fourth solve is compared with the agreed value, not with the first solve.
+        let s = settle(&[
+            ("liar", Some(Value(999))),
+            ("a", Some(Value(12))),
+            ("b", Some(Value(12))),
+            ("c", Some(Value(999))),
+        ]);
+        assert_eq!((s.agreed, s.verdicts[3]), (Some(Value(12)), Disagrees));
+        // Before any agreement, a contradiction disputes both sides.
+        let s = settle(&[("a", Some(Value(3))), ("b", Some(Value(4)))]);
+        assert_eq!((s.agreed, &s.verdicts[..], s.disputed()), (None, &[Disagrees, Disagrees][..], true));
+        // One solve is pending; skips agree like values do.
+        assert_eq!(settle(&[("a", Some(Value(3)))]).verdicts, [Pending]);
+        assert_eq!(settle(&[("a", Some(Skipped)), ("b", Some(Skipped))]).agreed, Some(Skipped));
+        assert_eq!(settle(&[("a", Some(Skipped)), ("b", Some(Value(0)))]).verdicts, [Disagrees, Disagrees]);
+    }
+
+    #[test]
+    fn limited_solves_are_unverified_and_one_worker_cannot_agree_with_itself() {
+        let s = settle(&[("a", None), ("b", Some(Value(7)))]);
+        assert_eq!((s.agreed, &s.verdicts[..], s.disputed()), (None, &[Unverified, Pending][..], false));
+        let s = settle(&[("a", Some(Value(7))), ("a", Some(Value(7)))]);
+        assert_eq!((s.agreed, &s.verdicts[..]), (None, &[Pending, Pending][..]));
+        let s = settle(&[("a", Some(Value(7))), ("b", None), ("c", Some(Value(7)))]);
+        assert_eq!((s.agreed, &s.verdicts[..]), (Some(Value(7)), &[Agrees, Unverified, Agrees][..]));
+    }
 }

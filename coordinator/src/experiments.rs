@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use shared::experiment::ExperimentSpec;
+use shared::experiment::{ExperimentSpec, JobKind};
 use shared::protocol::Submitted;
 use shared::stats::{MatchTally, Sprt, SprtDecision};
 use sqlx::types::Json as Db;
@@ -20,43 +20,34 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
     let spec = ExperimentSpec::parse(&body).map_err(|e| Error::unprocessable(e.to_string()))?;
     let cells = spec.cells().map_err(|e| Error::unprocessable(e.to_string()))?;
     let artifacts = crate::artifacts::resolve(&st.db, &spec.artifacts).await?;
+    let dist = crate::artifacts::distribution(&st.db, &artifacts).await?;
+    spec.check_positions(&dist).map_err(|e| Error::unprocessable(e.to_string()))?;
     let id = Uuid::new_v4();
     let mut tx = st.db.begin().await?;
     sqlx::query("INSERT INTO experiments (id, name, kind, spec, artifacts, priority) VALUES ($1, $2, $3, $4, $5, $6)")
         .bind(id)
         .bind(&spec.name)
-        .bind(spec.kind.as_str())
+        .bind(spec.kind.job_kind().as_str())
         .bind(Db(&spec))
         .bind(Db(&artifacts))
         .bind(spec.priority)
         .execute(&mut *tx)
         .await?;
-    let mut units = 0;
+    let kind = spec.kind.job_kind();
     for c in &cells {
-        // A match cell's unit is a pair of games. An endgame experiment's is a position: cell 0
-        // carves every position into batches; cell 1 is never carved, its batches are the
-        // cross-checks queued as first solves arrive (see `results`).
-        let (target, next, status, reason) = match &spec.endgame {
-            None => ((spec.games_per_cell / 2) as i64, 0, "running", None),
-            Some(_) if c.index == 0 => (spec.games_per_cell as i64, 0, "running", None),
-            Some(e) => {
-                let checks = e.checks(spec.seed) as i64;
-                if checks == 0 {
-                    (0, 0, "finished", Some("no positions are cross-checked"))
-                } else {
-                    (checks, checks, "running", None)
-                }
-            }
-        };
-        units += if spec.endgame.is_some() { target } else { 2 * target };
-        sqlx::query("INSERT INTO cells (id, experiment_id, idx, params, bots, target_pairs, next_pair, status, stop_reason, tally) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
+        // A carved cell's batches are cut from `next_unit` as workers claim; an uncarved one
+        // (an endgame's cross-checks) starts with nothing to carve and gets batches queued for
+        // it as first solves arrive (see `results`).
+        let next = if c.carved { 0 } else { c.target };
+        let (status, reason) = if c.target == 0 { ("finished", Some("nothing to do")) } else { ("running", None) };
+        sqlx::query("INSERT INTO cells (id, experiment_id, idx, params, bots, target_units, next_unit, status, stop_reason, tally) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
             .bind(Uuid::new_v4())
             .bind(id)
             .bind(c.index as i32)
             .bind(Db(&c.params))
-            .bind(Db(&c.bots))
-            .bind(target)
-            .bind(next)
+            .bind(c.bots.as_ref().map(Db))
+            .bind(c.target as i64)
+            .bind(next as i64)
             .bind(status)
             .bind(reason)
             .bind(Db(MatchTally::default()))
@@ -65,7 +56,13 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
     }
     tx.commit().await?;
     tracing::info!(%id, name = %spec.name, cells = cells.len(), "experiment submitted");
-    Ok(Json(Submitted { id, cells: cells.len() as u32, games: units as u64 }))
+    let units: u64 = cells.iter().map(|c| c.target).sum();
+    Ok(Json(Submitted {
+        id,
+        cells: cells.len() as u32,
+        games: units * kind.shown_per_unit(),
+        counted: kind.shown().into(),
+    }))
 }
 
 /// `POST /api/v1/experiments/{id}/stop`: no more batches; results in flight still count.
@@ -98,9 +95,12 @@ pub struct Summary {
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     pub cells: i64,
+    /// Done so far, in `counted` (games, or positions for endgames).
     pub games: i64,
     pub target_games: i64,
-    /// Games per hour: while running, over the last 15 minutes (or since it started); once
+    /// What `games` and `target_games` count.
+    pub counted: &'static str,
+    /// Games (or positions) per hour: while running, over the last 15 minutes (or since it started); once
     /// over, from start to finish.
     pub games_per_hour: f64,
 }
@@ -109,9 +109,9 @@ macro_rules! summary_sql {
     () => {
         "
 SELECT e.id, e.name, e.kind, e.status, e.priority, e.created_at, e.finished_at,
-       (SELECT count(*) FROM cells c WHERE c.experiment_id = e.id),
-       (SELECT coalesce(sum(CASE WHEN e.kind = 'endgame' THEN c.done_pairs ELSE 2 * c.done_pairs END), 0)::bigint FROM cells c WHERE c.experiment_id = e.id),
-       (SELECT coalesce(sum(CASE WHEN e.kind = 'endgame' THEN c.target_pairs ELSE 2 * c.target_pairs END), 0)::bigint FROM cells c WHERE c.experiment_id = e.id),
+       (SELECT count(*) FROM cells c WHERE c.experiment_id = e.id) AS cells,
+       (SELECT coalesce(sum(c.done_units), 0)::bigint FROM cells c WHERE c.experiment_id = e.id) AS done_units,
+       (SELECT coalesce(sum(c.target_units), 0)::bigint FROM cells c WHERE c.experiment_id = e.id) AS target_units,
        CASE WHEN e.started_at IS NULL THEN 0
             WHEN e.finished_at IS NOT NULL THEN
               (SELECT coalesce(sum(r.games), 0) FROM batch_results r WHERE r.experiment_id = e.id)::float8
@@ -120,22 +120,52 @@ SELECT e.id, e.name, e.kind, e.status, e.priority, e.created_at, e.finished_at,
               (SELECT coalesce(sum(r.games), 0) FROM batch_results r
                 WHERE r.experiment_id = e.id AND r.received_at > now() - interval '15 minutes')::float8
               / greatest(extract(epoch FROM least(now() - e.started_at, interval '15 minutes')), 1)::float8 * 3600
-       END
+       END AS games_per_hour
 FROM experiments e"
     };
 }
 
-type SummaryRow = (Uuid, String, String, String, i32, DateTime<Utc>, Option<DateTime<Utc>>, i64, i64, i64, f64);
+#[derive(sqlx::FromRow)]
+struct SummaryRow {
+    id: Uuid,
+    name: String,
+    kind: String,
+    status: String,
+    priority: i32,
+    created_at: DateTime<Utc>,
+    finished_at: Option<DateTime<Utc>>,
+    cells: i64,
+    done_units: i64,
+    target_units: i64,
+    games_per_hour: f64,
+}
 
-fn summary(r: SummaryRow) -> Summary {
-    let (id, name, kind, status, priority, created_at, finished_at, cells, games, target_games, games_per_hour) = r;
-    Summary { id, name, kind, status, priority, created_at, finished_at, cells, games, target_games, games_per_hour }
+impl SummaryRow {
+    fn summary(self) -> Result<Summary> {
+        let kind = JobKind::parse(&self.kind)
+            .ok_or_else(|| Error::internal(format!("experiment {} of unknown kind `{}`", self.id, self.kind)))?;
+        let per = kind.shown_per_unit() as i64;
+        Ok(Summary {
+            id: self.id,
+            name: self.name,
+            kind: self.kind,
+            counted: kind.shown(),
+            status: self.status,
+            priority: self.priority,
+            created_at: self.created_at,
+            finished_at: self.finished_at,
+            cells: self.cells,
+            games: per * self.done_units,
+            target_games: per * self.target_units,
+            games_per_hour: self.games_per_hour,
+        })
+    }
 }
 
 pub async fn list(db: &sqlx::PgPool) -> Result<Vec<Summary>> {
     let rows: Vec<SummaryRow> =
         sqlx::query_as(concat!(summary_sql!(), " ORDER BY e.created_at DESC LIMIT 500")).fetch_all(db).await?;
-    Ok(rows.into_iter().map(summary).collect())
+    rows.into_iter().map(SummaryRow::summary).collect()
 }
 
 /// A cell as the dashboards show it. Win counts are the first bot's, whatever seat it sat in.
@@ -144,7 +174,8 @@ pub struct CellView {
     pub id: Uuid,
     pub index: i32,
     pub params: serde_json::Map<String, serde_json::Value>,
-    pub bots: [String; 2],
+    /// A match cell's bots.
+    pub bots: Option<[String; 2]>,
     pub status: String,
     pub stop_reason: Option<String>,
     pub games: u64,
@@ -166,7 +197,7 @@ pub struct CellView {
     pub tally: MatchTally,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, sqlx::FromRow)]
 pub struct ParkedBatch {
     pub batch_id: Uuid,
     pub cell_index: i32,
@@ -254,27 +285,26 @@ struct CellRow {
     id: Uuid,
     idx: i32,
     params: Db<serde_json::Map<String, serde_json::Value>>,
-    bots: Db<[String; 2]>,
+    bots: Option<Db<[String; 2]>>,
     status: String,
     stop_reason: Option<String>,
-    target_pairs: i64,
+    target_units: i64,
     tally: Db<MatchTally>,
 }
 
 impl CellRow {
-    fn view(self, sprt: Option<&Sprt>, endgame: bool) -> CellView {
+    fn view(self, sprt: Option<&Sprt>, kind: JobKind) -> CellView {
         let t = self.tally.0;
         let ci = t.interval();
         CellView {
             id: self.id,
             index: self.idx,
             params: self.params.0,
-            bots: self.bots.0,
+            bots: self.bots.map(|b| b.0),
             status: self.status,
             stop_reason: self.stop_reason,
             games: t.games,
-            // An endgame cell's units are positions, a match cell's pairs of games.
-            target_games: if endgame { self.target_pairs } else { 2 * self.target_pairs },
+            target_games: self.target_units * kind.shown_per_unit() as i64,
             wins: t.wins,
             draws: t.draws,
             losses: t.losses,
@@ -296,11 +326,11 @@ impl CellRow {
 pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     let row: Option<SummaryRow> =
         sqlx::query_as(concat!(summary_sql!(), " WHERE e.id = $1")).bind(id).fetch_optional(db).await?;
-    let summary = summary(row.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?);
+    let summary = row.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?.summary()?;
     let (Db(spec), output_sha256): (Db<ExperimentSpec>, Option<String>) =
         sqlx::query_as("SELECT spec, output_sha256 FROM experiments WHERE id = $1").bind(id).fetch_one(db).await?;
-    let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_pairs, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
-    let cells = rows.into_iter().map(|r| r.view(spec.sprt.as_ref(), spec.endgame.is_some())).collect();
+    let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_units, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
+    let cells = rows.into_iter().map(|r| r.view(spec.kind.sprt(), spec.kind.job_kind())).collect();
     let counts: Vec<(String, i64)> =
         sqlx::query_as("SELECT state, count(*) FROM batches WHERE experiment_id = $1 GROUP BY state")
             .bind(id)
@@ -310,16 +340,13 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     for s in ["queued", "leased", "done", "parked", "cancelled"] {
         batches.insert(s.into(), counts.iter().find(|c| c.0 == s).map_or(0, |c| c.1).into());
     }
-    let parked: Vec<(Uuid, i32, i32, Option<String>)> = sqlx::query_as(
-        "SELECT b.id, c.idx, b.failures, b.last_error FROM batches b JOIN cells c ON c.id = b.cell_id WHERE b.experiment_id = $1 AND b.state = 'parked' ORDER BY c.idx, b.first_pair",
+    let parked = sqlx::query_as(
+        "SELECT b.id AS batch_id, c.idx AS cell_index, b.failures, b.last_error AS error FROM batches b JOIN cells c ON c.id = b.cell_id
+         WHERE b.experiment_id = $1 AND b.state = 'parked' ORDER BY c.idx, b.first_unit",
     )
     .bind(id)
     .fetch_all(db)
     .await?;
-    let parked = parked
-        .into_iter()
-        .map(|(batch_id, cell_index, failures, error)| ParkedBatch { batch_id, cell_index, failures, error })
-        .collect();
     let contributors = sqlx::query_as(
         "SELECT w.id AS worker_id, w.name, sum(r.games)::bigint AS games, count(*) AS batches FROM batch_results r JOIN workers w ON w.id = r.worker_id
          WHERE r.experiment_id = $1 GROUP BY w.id, w.name ORDER BY 3 DESC, w.name",

@@ -4,8 +4,9 @@
 //! - A batch is `queued`, `leased` (with lease id, owner and expiry), `done`, `parked` or
 //!   `cancelled`. Only the holder of the current lease id may heartbeat, release, fail or
 //!   upload it.
-//! - A cell's pairs `0..next_pair` are covered by its batches exactly once; new batches are
-//!   carved from `next_pair` at claim time, sized for the claiming worker.
+//! - A cell's units of work (`JobKind::unit`) `0..next_unit` are covered by its batches
+//!   exactly once; new batches are carved from `next_unit` at claim time, sized for the
+//!   claiming worker's rate for the cell's kind.
 //! - A batch that expired or failed `max_failures` times is parked, and its cell fails.
 
 use crate::AppState;
@@ -14,7 +15,7 @@ use crate::error::{Error, Result};
 use axum::Json;
 use axum::extract::{Path, State};
 use shared::PROTOCOL_VERSION;
-use shared::experiment::JobKind;
+use shared::experiment::{ExperimentKind, ExperimentSpec, JobKind, PositionSource};
 use shared::protocol::*;
 use sqlx::types::Json as Db;
 use sqlx::{Postgres, Transaction};
@@ -22,9 +23,9 @@ use uuid::Uuid;
 
 /// Longest worker name.
 const MAX_NAME: usize = 64;
-/// Most pairs in one batch, whatever the worker's speed: 20,000 games upload about 18 MB of
-/// compressed logs (~0.9 KB a game), well under the default 64 MiB upload cap.
-const MAX_PAIRS: i64 = 10_000;
+/// Most units in one batch, whatever the worker's speed: 10,000 pairs are 20,000 games, about
+/// 18 MB of compressed logs (~0.9 KB a game), well under the default 64 MiB upload cap.
+const MAX_UNITS: i64 = 10_000;
 /// How long an idle worker is told to wait before asking again.
 const IDLE_RETRY_MS: u64 = 2000;
 
@@ -146,12 +147,23 @@ pub async fn claim(
 
 macro_rules! runnable_cell {
     () => {
-        "SELECT c.id, c.experiment_id, c.next_pair, c.target_pairs, e.priority, e.kind
+        "SELECT c.id, c.experiment_id, c.next_unit, c.target_units, e.priority, e.kind
          FROM cells c JOIN experiments e ON e.id = c.experiment_id
-         WHERE c.status = 'running' AND c.next_pair < c.target_pairs AND e.status IN ('queued', 'running')
+         WHERE c.status = 'running' AND c.next_unit < c.target_units AND e.status IN ('queued', 'running')
            AND e.kind = ANY ($1)
          ORDER BY e.priority DESC, e.last_claim_at NULLS FIRST, c.last_claim_at NULLS FIRST, c.idx"
     };
+}
+
+/// A cell with units left to carve.
+#[derive(sqlx::FromRow)]
+struct RunnableCell {
+    id: Uuid,
+    experiment_id: Uuid,
+    next_unit: i64,
+    target_units: i64,
+    priority: i32,
+    kind: String,
 }
 
 /// The worker a batch is carved for.
@@ -187,7 +199,7 @@ async fn carve(
     // Skip cells other claims hold; if every runnable cell is held, wait for one rather than
     // report "no work" while there is some. (`NO KEY UPDATE` leaves uploads' foreign-key checks
     // on the cell unblocked.)
-    let mut cell: Option<(Uuid, Uuid, i64, i64, i32, String)> =
+    let mut cell: Option<RunnableCell> =
         sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c SKIP LOCKED LIMIT 1"))
             .bind(worker.kinds)
             .fetch_optional(&mut **tx)
@@ -198,16 +210,26 @@ async fn carve(
             .fetch_optional(&mut **tx)
             .await?;
     }
-    let Some((cell, experiment, next, target, priority, kind)) = cell else { return Ok(None) };
+    let Some(RunnableCell {
+        id: cell,
+        experiment_id: experiment,
+        next_unit: next,
+        target_units: target,
+        priority,
+        kind,
+    }) = cell
+    else {
+        return Ok(None);
+    };
     let kind = JobKind::parse(&kind).ok_or_else(|| Error::internal(format!("experiment of unknown kind `{kind}`")))?;
     // Aim at `batch_secs` of work at the worker's measured rate for this kind.
     let want = worker.units_for(kind, batch_secs);
     // At most an eighth of the cell per batch, so that several workers can share a cell, its
     // win rate is seen converging, and an SPRT gets the chance to stop it early.
-    let pairs = want.clamp(1, MAX_PAIRS).min((target + 7) / 8).min(target - next);
-    sqlx::query("UPDATE cells SET next_pair = next_pair + $2, last_claim_at = now() WHERE id = $1")
+    let units = want.clamp(1, MAX_UNITS).min((target + 7) / 8).min(target - next);
+    sqlx::query("UPDATE cells SET next_unit = next_unit + $2, last_claim_at = now() WHERE id = $1")
         .bind(cell)
-        .bind(pairs)
+        .bind(units)
         .execute(&mut **tx)
         .await?;
     sqlx::query("UPDATE experiments SET last_claim_at = now(), status = CASE WHEN status = 'queued' THEN 'running' ELSE status END, started_at = coalesce(started_at, now()) WHERE id = $1")
@@ -216,14 +238,14 @@ async fn carve(
         .await?;
     let id = Uuid::new_v4();
     sqlx::query(
-        "INSERT INTO batches (id, cell_id, experiment_id, first_pair, pairs, priority, state, leases, lease_id, lease_owner, lease_expires)
+        "INSERT INTO batches (id, cell_id, experiment_id, first_unit, units, priority, state, leases, lease_id, lease_owner, lease_expires)
          VALUES ($1, $2, $3, $4, $5, $6, 'leased', 1, $7, $8, now() + make_interval(secs => $9))",
     )
     .bind(id)
     .bind(cell)
     .bind(experiment)
     .bind(next)
-    .bind(pairs)
+    .bind(units)
     .bind(priority)
     .bind(lease)
     .bind(worker.id)
@@ -241,65 +263,64 @@ pub fn batch_positions(first: i64, count: i64, list: Option<Vec<i64>>) -> Vec<u6
     )
 }
 
+/// A leased batch with what its job is made from.
+#[derive(sqlx::FromRow)]
+struct LeasedBatch {
+    batch_id: Uuid,
+    lease_id: Uuid,
+    first_unit: i64,
+    units: i64,
+    positions: Option<Vec<i64>>,
+    experiment_id: Uuid,
+    experiment_name: String,
+    artifacts: Db<Vec<ArtifactRef>>,
+    spec: Db<ExperimentSpec>,
+    cell_id: Uuid,
+    cell_index: i32,
+    bots: Option<Db<[String; 2]>>,
+}
+
 async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs: u64) -> Result<BatchSpec> {
-    type Row = (
-        Uuid,
-        Uuid,
-        i64,
-        i64,
-        Option<Vec<i64>>,
-        Uuid,
-        String,
-        Db<Vec<ArtifactRef>>,
-        Db<shared::experiment::ExperimentSpec>,
-        Uuid,
-        i32,
-        Db<[String; 2]>,
-    );
-    let (batch_id, lease_id, first_pair, pairs, positions, experiment_id, experiment_name, artifacts, spec, cell_id, cell_index, bots): Row = sqlx::query_as(
-        "SELECT b.id, b.lease_id, b.first_pair, b.pairs, b.positions, e.id, e.name, e.artifacts, e.spec, c.id, c.idx, c.bots
+    let b: LeasedBatch = sqlx::query_as(
+        "SELECT b.id AS batch_id, b.lease_id, b.first_unit, b.units, b.positions, e.id AS experiment_id, e.name AS experiment_name,
+                e.artifacts, e.spec, c.id AS cell_id, c.idx AS cell_index, c.bots
          FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1",
     )
     .bind(batch)
     .fetch_one(&mut **tx)
     .await?;
-    let spec = spec.0;
-    let job = match &spec.endgame {
-        None if spec.kind == shared::experiment::JobKind::Wintable => {
-            Job::Wintable(WintableJob { seed: spec.seed, first_pair: first_pair as u64, pairs: pairs as u64 })
+    let spec = b.spec.0;
+    let (first, count) = (b.first_unit as u64, b.units as u64);
+    let job = match &spec.kind {
+        ExperimentKind::Match(_) => {
+            let [bot1, bot2] =
+                b.bots.ok_or_else(|| Error::internal(format!("match cell {} has no bots", b.cell_id)))?.0;
+            // Every cell plays the same deals, so cells differ only by their bots.
+            Job::Match(MatchJob { bot1, bot2, seed: spec.seed, first_pair: first, pairs: count })
         }
-        Some(e) => {
-            use shared::experiment::PositionSource;
-            let listed = match &e.source {
-                PositionSource::Listed(l) => Some(l),
-                PositionSource::Generated { .. } => None,
+        ExperimentKind::Endgame(e) => {
+            let (listed, extra) = match &e.source {
+                PositionSource::Listed(l) => (Some(l), 0),
+                PositionSource::Generated { extra, .. } => (None, *extra),
             };
-            let extra = match e.source {
-                PositionSource::Generated { extra, .. } => extra,
-                PositionSource::Listed(_) => 0,
-            };
-            let positions = batch_positions(first_pair, pairs, positions)
+            let positions = batch_positions(b.first_unit, b.units, b.positions)
                 .into_iter()
                 .map(|index| EndgamePosition { index, cgp: listed.and_then(|l| l.get(index as usize).cloned()) })
                 .collect();
             Job::Endgame(EndgameJob { seed: spec.seed, extra, positions, plies: e.plies, time_ms: e.time_ms })
         }
-        None => {
-            let [bot1, bot2] = bots.0;
-            // Every cell plays the same deals, so cells differ only by their bots.
-            Job::Match(MatchJob { bot1, bot2, seed: spec.seed, first_pair: first_pair as u64, pairs: pairs as u64 })
-        }
+        ExperimentKind::Wintable(_) => Job::Wintable(WintableJob { seed: spec.seed, first_pair: first, pairs: count }),
     };
     Ok(BatchSpec {
-        batch_id,
-        lease_id,
+        batch_id: b.batch_id,
+        lease_id: b.lease_id,
         lease_secs,
         heartbeat_secs: (lease_secs / 4).max(1),
-        experiment_id,
-        experiment_name,
-        cell_id,
-        cell_index: cell_index as u32,
-        artifacts: artifacts.0,
+        experiment_id: b.experiment_id,
+        experiment_name: b.experiment_name,
+        cell_id: b.cell_id,
+        cell_index: b.cell_index as u32,
+        artifacts: b.artifacts.0,
         job,
     })
 }
@@ -307,20 +328,25 @@ async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs:
 /// Why a lease-holding request for `batch` cannot go on: 404, 403 (someone else's lease), or
 /// 409 (the lease is no longer current).
 pub async fn lease_error(db: impl sqlx::PgExecutor<'_>, batch: Uuid, lease: Uuid, worker: Uuid) -> Error {
-    let row = sqlx::query_as::<_, (Option<Uuid>, Option<Uuid>, String)>(
-        "SELECT lease_id, lease_owner, state FROM batches WHERE id = $1",
-    )
-    .bind(batch)
-    .fetch_optional(db)
-    .await;
+    #[derive(sqlx::FromRow)]
+    struct Held {
+        lease_id: Option<Uuid>,
+        lease_owner: Option<Uuid>,
+        state: String,
+    }
+    let row: sqlx::Result<Option<Held>> =
+        sqlx::query_as("SELECT lease_id, lease_owner, state FROM batches WHERE id = $1")
+            .bind(batch)
+            .fetch_optional(db)
+            .await;
     match row {
         Err(e) => e.into(),
         Ok(None) => Error::not_found(format!("no batch {batch}")),
-        Ok(Some((Some(l), Some(owner), _))) if l == lease && owner != worker => {
+        Ok(Some(h)) if h.lease_id == Some(lease) && h.lease_owner.is_some_and(|o| o != worker) => {
             Error::forbidden("this lease belongs to another worker")
         }
-        Ok(Some((_, _, state))) => {
-            Error::conflict(format!("lease {lease} is no longer held (the batch is {state}); drop this batch"))
+        Ok(Some(h)) => {
+            Error::conflict(format!("lease {lease} is no longer held (the batch is {}); drop this batch", h.state))
         }
     }
 }
@@ -443,7 +469,13 @@ pub async fn settle_experiment(tx: &mut Transaction<'_, Postgres>, experiment: U
 /// every coordinator at once.
 pub async fn reap(db: &sqlx::PgPool, max_failures: u32) -> Result<u64> {
     let mut tx = db.begin().await?;
-    let rows: Vec<(Uuid, Uuid, String)> = sqlx::query_as(
+    #[derive(sqlx::FromRow)]
+    struct Expired {
+        id: Uuid,
+        cell_id: Uuid,
+        state: String,
+    }
+    let rows: Vec<Expired> = sqlx::query_as(
         "UPDATE batches SET failures = failures + 1,
                 last_error = 'lease expired: worker ' || lease_owner::text || ' stopped heartbeating',
                 state = CASE WHEN failures + 1 >= $1 THEN 'parked' ELSE 'queued' END,
@@ -454,10 +486,10 @@ pub async fn reap(db: &sqlx::PgPool, max_failures: u32) -> Result<u64> {
     .bind(max_failures as i32)
     .fetch_all(&mut *tx)
     .await?;
-    for (batch, cell, state) in &rows {
-        tracing::warn!(%batch, %state, "lease expired");
-        if state == "parked" {
-            park_cell(&mut tx, *cell).await?;
+    for b in &rows {
+        tracing::warn!(batch = %b.id, state = %b.state, "lease expired");
+        if b.state == "parked" {
+            park_cell(&mut tx, b.cell_id).await?;
         }
     }
     tx.commit().await?;

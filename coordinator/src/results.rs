@@ -11,10 +11,9 @@ use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::IntoResponse;
 use base64::Engine as _;
-use engine::tiles::Distribution;
 use engine::winpct::WinSamples;
-use shared::experiment::{ExperimentSpec, JobKind};
-use shared::protocol::{JobResult, ResultUpload, UploadResponse};
+use shared::experiment::{ExperimentKind, ExperimentSpec, JobKind};
+use shared::protocol::{ArtifactRef, JobResult, ResultUpload, UploadResponse};
 use shared::stats::MatchTally;
 use sqlx::types::Json as Db;
 use std::io::Read;
@@ -49,13 +48,15 @@ struct BatchRow {
     lease_owner: Option<Uuid>,
     cell_id: Uuid,
     experiment_id: Uuid,
-    first_pair: i64,
-    pairs: i64,
+    first_unit: i64,
+    units: i64,
     positions: Option<Vec<i64>>,
     exclude_workers: Option<Vec<Uuid>>,
     priority: i32,
     /// The experiment's job kind.
     kind: String,
+    /// The experiment's artifacts.
+    artifacts: Db<Vec<ArtifactRef>>,
 }
 
 /// Longest text field of a solved position.
@@ -71,8 +72,8 @@ pub async fn upload(
     let worker = caller.worker()?;
     let mut tx = st.db.begin().await?;
     let row: Option<BatchRow> = sqlx::query_as(
-        "SELECT b.state, b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.first_pair, b.pairs, b.positions,
-                    b.exclude_workers, b.priority, e.kind
+        "SELECT b.state, b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.first_unit, b.units, b.positions,
+                    b.exclude_workers, b.priority, e.kind, e.artifacts
              FROM batches b JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1 FOR NO KEY UPDATE OF b",
     )
     .bind(batch)
@@ -81,18 +82,22 @@ pub async fn upload(
     let Some(b) = row else {
         return Err(Error::not_found(format!("no batch {batch}")));
     };
-    let (state, lease, owner, cell, experiment, pairs) =
-        (b.state.clone(), b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.pairs);
-    let done: Option<(Uuid, Uuid)> =
-        sqlx::query_as("SELECT lease_id, worker_id FROM batch_results WHERE batch_id = $1")
-            .bind(batch)
-            .fetch_optional(&mut *tx)
-            .await?;
-    if let Some((done_lease, done_worker)) = done {
-        if done_lease == u.lease_id && done_worker != worker {
+    let (state, lease, owner, cell, experiment, units) =
+        (b.state.clone(), b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.units);
+    #[derive(sqlx::FromRow)]
+    struct Recorded {
+        lease_id: Uuid,
+        worker_id: Uuid,
+    }
+    let done: Option<Recorded> = sqlx::query_as("SELECT lease_id, worker_id FROM batch_results WHERE batch_id = $1")
+        .bind(batch)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if let Some(done) = done {
+        if done.lease_id == u.lease_id && done.worker_id != worker {
             return Err(Error::forbidden("this lease belongs to another worker"));
         }
-        if done_lease == u.lease_id {
+        if done.lease_id == u.lease_id {
             return Ok(Json(UploadResponse { accepted: false, message: "already recorded; nothing changed".into() }));
         }
         return Err(Error::conflict(format!("batch {batch} was already completed under another lease")));
@@ -112,17 +117,17 @@ pub async fn upload(
     }
     let games = match &u.result {
         JobResult::Match(tally) => {
-            if !tally.is_consistent() || tally.games != 2 * pairs as u64 {
+            if !tally.is_consistent() || tally.games != 2 * units as u64 {
                 return Err(Error::unprocessable(format!(
                     "result.games: {} games with inconsistent counts; the batch has {} games",
                     tally.games,
-                    2 * pairs
+                    2 * units
                 )));
             }
             tally.games
         }
         JobResult::Endgame(report) => {
-            let want = crate::queue::batch_positions(b.first_pair, b.pairs, b.positions.clone());
+            let want = crate::queue::batch_positions(b.first_unit, b.units, b.positions.clone());
             let got: Vec<u64> = report.solved.iter().map(|s| s.index).collect();
             if got != want {
                 return Err(Error::unprocessable(format!("result.solved: positions {got:?}; the batch has {want:?}")));
@@ -138,14 +143,15 @@ pub async fn upload(
             report.solved.len() as u64
         }
         JobResult::Wintable(w) => {
-            if w.games != 2 * pairs as u64 {
+            if w.games != 2 * units as u64 {
                 return Err(Error::unprocessable(format!(
                     "result.games: {} games; the batch has {}",
                     w.games,
-                    2 * pairs
+                    2 * units
                 )));
             }
-            WinSamples::new(&Distribution::english())
+            let dist = crate::artifacts::distribution(&mut *tx, &b.artifacts).await?;
+            WinSamples::new(&dist)
                 .add_counts(&w.counts)
                 .map_err(|e| Error::unprocessable(format!("result.counts: {e}")))?;
             w.games
@@ -189,23 +195,16 @@ pub async fn upload(
     .await?;
     let message = match &u.result {
         JobResult::Match(tally) => {
-            record_in_cell(&mut tx, cell, pairs, Some(tally), &|target| {
-                format!("reached its target of {} games", 2 * target)
-            })
-            .await?;
+            record_in_cell(&mut tx, cell, units, Some(tally)).await?;
             format!("recorded {games} games")
         }
         JobResult::Endgame(report) => {
             let checks = record_endgames(&mut tx, batch, &b, worker, &report.solved).await?;
-            record_in_cell(&mut tx, cell, pairs, None, &|target| format!("all {target} positions solved")).await?;
+            record_in_cell(&mut tx, cell, units, None).await?;
             format!("recorded {games} positions{checks}")
         }
         JobResult::Wintable(_) => {
-            if record_in_cell(&mut tx, cell, pairs, None, &|target| {
-                format!("all {} games played; table fitted", 2 * target)
-            })
-            .await?
-            {
+            if record_in_cell(&mut tx, cell, units, None).await? {
                 let sha = fit_wintable(&mut tx, experiment).await?;
                 format!("recorded {games} games; the experiment's table is artifact {sha}")
             } else {
@@ -217,9 +216,15 @@ pub async fn upload(
     Ok(Json(UploadResponse { accepted: true, message }))
 }
 
+/// Most solves of one position: a dispute that this many workers cannot settle stays a
+/// dispute, shown as one, rather than going round the volunteers for ever.
+const MAX_SOLVES: usize = 5;
+
 /// Store a batch's solved positions. A first solve queues the cross-checked ones for another
-/// worker; a check compares each exact value with the exact first solve, and a mismatch is
-/// flagged and queued to be solved once more by a worker that has not solved it yet.
+/// worker. Each solve is then weighed with the position's others (`endgames::settle`): the
+/// outcome two workers agree on is the position's value and every solve is marked against
+/// it; exact solves that contradict each other with nothing agreed yet queue the position for
+/// a worker that has not solved it.
 async fn record_endgames(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     batch: Uuid,
@@ -233,28 +238,16 @@ async fn record_endgames(
     .bind(b.cell_id)
     .fetch_one(&mut **tx)
     .await?;
-    let Some(eg) = &spec.endgame else {
-        return Err(Error::unprocessable("result: an endgame result for a match experiment"));
+    let ExperimentKind::Endgame(eg) = &spec.kind else {
+        return Err(Error::internal(format!("endgame results recorded for {}", b.experiment_id)));
     };
     let first_pass = cell_index == 0;
     let mut again = Vec::new();
+    let mut exclude = b.exclude_workers.clone().unwrap_or_default();
     for s in solved {
-        let mut disagrees = false;
-        if !first_pass {
-            // Compared with the first solve: whether there was a position at all, and the values
-            // where both searches reached the end.
-            let first: Option<(bool, bool, i32)> = sqlx::query_as("SELECT skipped, exact, value FROM endgame_solutions WHERE experiment_id = $1 AND idx = $2 AND pass = 'solve'")
-                .bind(b.experiment_id)
-                .bind(s.index as i64)
-                .fetch_optional(&mut **tx)
-                .await?;
-            disagrees = first.is_some_and(|(skipped, exact, value)| {
-                skipped != s.skipped || (!skipped && exact && s.exact && value != s.value)
-            });
-        }
         sqlx::query(
-            "INSERT INTO endgame_solutions (experiment_id, idx, batch_id, worker_id, pass, cgp, skipped, value, exact, best, sequence, nodes, ms, disagrees)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+            "INSERT INTO endgame_solutions (experiment_id, idx, batch_id, worker_id, pass, cgp, skipped, value, exact, best, sequence, nodes, ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(b.experiment_id)
         .bind(s.index as i64)
@@ -269,15 +262,21 @@ async fn record_endgames(
         .bind(&s.sequence)
         .bind(s.nodes.min(i64::MAX as u64) as i64)
         .bind(s.ms.min(i64::MAX as u64) as i64)
-        .bind(disagrees)
         .execute(&mut **tx)
         .await?;
         if first_pass && eg.is_checked(spec.seed, s.index) {
             again.push(s.index as i64);
+            continue;
         }
-        if disagrees && !settled(tx, b.experiment_id, s.index).await? {
-            tracing::warn!(experiment = %b.experiment_id, position = s.index, %worker, "endgame solves disagree; solving it again");
-            again.push(s.index as i64);
+        let (settled, solvers) = weigh(tx, b.experiment_id, s.index).await?;
+        if settled.disputed() {
+            if solvers.len() < MAX_SOLVES {
+                tracing::warn!(experiment = %b.experiment_id, position = s.index, %worker, "endgame solves disagree; solving it again");
+                again.push(s.index as i64);
+                exclude.extend(solvers);
+            } else {
+                tracing::warn!(experiment = %b.experiment_id, position = s.index, "endgame solves disagree after {MAX_SOLVES} solves; left disputed");
+            }
         }
     }
     if again.is_empty() {
@@ -287,18 +286,19 @@ async fn record_endgames(
         .bind(b.experiment_id)
         .fetch_one(&mut **tx)
         .await?;
-    let mut exclude = b.exclude_workers.clone().unwrap_or_default();
     exclude.push(worker);
+    exclude.sort();
+    exclude.dedup();
     if !first_pass {
         // Re-solves were not in the check cell's target.
-        sqlx::query("UPDATE cells SET target_pairs = target_pairs + $2, next_pair = next_pair + $2, status = 'running', stop_reason = NULL WHERE id = $1")
+        sqlx::query("UPDATE cells SET target_units = target_units + $2, next_unit = next_unit + $2, status = 'running', stop_reason = NULL WHERE id = $1")
             .bind(check_cell)
             .bind(again.len() as i64)
             .execute(&mut **tx)
             .await?;
     }
     sqlx::query(
-        "INSERT INTO batches (id, cell_id, experiment_id, first_pair, pairs, priority, state, positions, exclude_workers)
+        "INSERT INTO batches (id, cell_id, experiment_id, first_unit, units, priority, state, positions, exclude_workers)
          VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8)",
     )
     .bind(Uuid::new_v4())
@@ -314,32 +314,66 @@ async fn record_endgames(
     Ok(format!("; {} queued for another worker", again.len()))
 }
 
-/// Whether two workers' solves of a position agree (both found no position, or both reached
-/// the end with the same value): then it needs no more solves.
-async fn settled(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment: Uuid, index: u64) -> Result<bool> {
-    let solves: Vec<(Uuid, bool, bool, i32)> = sqlx::query_as(
-        "SELECT worker_id, skipped, exact, value FROM endgame_solutions WHERE experiment_id = $1 AND idx = $2",
+/// Weigh a position's solves so far and store each one's `disagrees` mark; returns the
+/// settlement and the workers that solved it.
+async fn weigh(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    experiment: Uuid,
+    index: u64,
+) -> Result<(crate::endgames::Settlement, Vec<Uuid>)> {
+    #[derive(sqlx::FromRow)]
+    struct Solve {
+        batch_id: Uuid,
+        worker_id: Uuid,
+        skipped: bool,
+        exact: bool,
+        value: i32,
+    }
+    let solves: Vec<Solve> = sqlx::query_as(
+        "SELECT batch_id, worker_id, skipped, exact, value FROM endgame_solutions WHERE experiment_id = $1 AND idx = $2
+         ORDER BY received_at, pass DESC",
     )
     .bind(experiment)
     .bind(index as i64)
     .fetch_all(&mut **tx)
     .await?;
-    let agree = |a: &(Uuid, bool, bool, i32), b: &(Uuid, bool, bool, i32)| {
-        a.0 != b.0 && a.1 == b.1 && (a.1 || (a.2 && b.2 && a.3 == b.3))
-    };
-    Ok(solves.iter().enumerate().any(|(i, a)| solves[i + 1..].iter().any(|b| agree(a, b))))
+    use crate::endgames::{Outcome, Verdict, settle};
+    let claims: Vec<(Uuid, Option<Outcome>)> =
+        solves.iter().map(|s| (s.worker_id, Outcome::of(s.skipped, s.exact, s.value))).collect();
+    let settled = settle(&claims);
+    for (s, v) in solves.iter().zip(&settled.verdicts) {
+        sqlx::query("UPDATE endgame_solutions SET disagrees = $3 WHERE batch_id = $1 AND idx = $2")
+            .bind(s.batch_id)
+            .bind(index as i64)
+            .bind(*v == Verdict::Disagrees)
+            .execute(&mut **tx)
+            .await?;
+    }
+    let mut solvers: Vec<Uuid> = claims.into_iter().map(|(w, _)| w).collect();
+    solvers.sort();
+    solvers.dedup();
+    Ok((settled, solvers))
 }
 
 /// Sum every batch's counts of a wintable experiment, fit the table, and store it as a
 /// `winpct` artifact (not the default: a researcher makes it one with `coordinator artifact`).
 async fn fit_wintable(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment: Uuid) -> Result<String> {
-    let (Db(spec),): (Db<ExperimentSpec>,) =
-        sqlx::query_as("SELECT spec FROM experiments WHERE id = $1").bind(experiment).fetch_one(&mut **tx).await?;
+    let (Db(spec), Db(artifacts)): (Db<ExperimentSpec>, Db<Vec<ArtifactRef>>) =
+        sqlx::query_as("SELECT spec, artifacts FROM experiments WHERE id = $1")
+            .bind(experiment)
+            .fetch_one(&mut **tx)
+            .await?;
+    let ExperimentKind::Wintable(w) = &spec.kind else {
+        return Err(Error::internal(format!(
+            "fitting a win table for {experiment}, which is not a wintable experiment"
+        )));
+    };
+    let dist = crate::artifacts::distribution(&mut **tx, &artifacts).await?;
     let results: Vec<(Db<JobResult>,)> = sqlx::query_as("SELECT result FROM batch_results WHERE experiment_id = $1")
         .bind(experiment)
         .fetch_all(&mut **tx)
         .await?;
-    let mut samples = WinSamples::new(&Distribution::english());
+    let mut samples = WinSamples::new(&dist);
     for (Db(r),) in &results {
         if let JobResult::Wintable(w) = r {
             samples.add_counts(&w.counts).map_err(Error::unprocessable)?;
@@ -349,7 +383,7 @@ async fn fit_wintable(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment
     let comment = format!(
         "P(win) for the player to move by tiles unseen (rows) and spread (columns, -{s}..+{s}).\nMade by `worker wintable generate --games {g} --seed {seed}`: {p} positions of static-vs-static self-play.",
         s = table.spread_max(),
-        g = spec.games_per_cell,
+        g = w.games,
         seed = spec.seed,
         p = samples.positions()
     );
@@ -371,37 +405,47 @@ async fn fit_wintable(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment
     Ok(sha)
 }
 
-/// Add a batch's tally (none for endgames and wintables) to its cell, and finish or stop the
-/// cell when it is done (`finished` says why, from the target). True when the cell finished
-/// now.
+/// A cell as a result is recorded in it.
+#[derive(sqlx::FromRow)]
+struct CellState {
+    experiment_id: Uuid,
+    tally: Db<MatchTally>,
+    status: String,
+    done_units: i64,
+    target_units: i64,
+    spec: Db<ExperimentSpec>,
+}
+
+/// Add a batch's units and tally (matches only) to its cell, and finish or stop the cell when
+/// it is done. True when the cell finished now.
 async fn record_in_cell(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     cell: Uuid,
-    pairs: i64,
+    units: i64,
     t: Option<&MatchTally>,
-    finished: &(dyn Fn(i64) -> String + Sync),
 ) -> Result<bool> {
-    let (experiment, Db(mut sum), status, done, target, Db(spec)): (Uuid, Db<MatchTally>, String, i64, i64, Db<ExperimentSpec>) = sqlx::query_as(
-        "SELECT c.experiment_id, c.tally, c.status, c.done_pairs, c.target_pairs, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR NO KEY UPDATE OF c",
+    let c: CellState = sqlx::query_as(
+        "SELECT c.experiment_id, c.tally, c.status, c.done_units, c.target_units, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR NO KEY UPDATE OF c",
     )
     .bind(cell)
     .fetch_one(&mut **tx)
     .await?;
+    let (experiment, Db(mut sum), Db(spec)) = (c.experiment_id, c.tally, c.spec);
     if let Some(t) = t {
         sum.merge(t);
     }
-    let done = done + pairs;
+    let done = c.done_units + units;
     let mut next_status = None;
-    if status == "running" {
-        if done >= target {
-            next_status = Some(("finished", finished(target)));
-        } else if let Some(reason) = spec.sprt.as_ref().and_then(|s| sprt_reason(s, s.decide(&sum))) {
+    if c.status == "running" {
+        if done >= c.target_units {
+            next_status = Some(("finished", spec.kind.job_kind().finished(c.target_units as u64)));
+        } else if let Some(reason) = spec.kind.sprt().and_then(|s| sprt_reason(s, s.decide(&sum))) {
             next_status = Some(("stopped", reason));
         }
     }
     match &next_status {
         Some((s, reason)) => {
-            sqlx::query("UPDATE cells SET tally = $2, done_pairs = $3, status = $4, stop_reason = $5 WHERE id = $1")
+            sqlx::query("UPDATE cells SET tally = $2, done_units = $3, status = $4, stop_reason = $5 WHERE id = $1")
                 .bind(cell)
                 .bind(Db(&sum))
                 .bind(done)
@@ -418,7 +462,7 @@ async fn record_in_cell(
             settle_experiment(tx, experiment).await?;
         }
         None => {
-            sqlx::query("UPDATE cells SET tally = $2, done_pairs = $3 WHERE id = $1")
+            sqlx::query("UPDATE cells SET tally = $2, done_units = $3 WHERE id = $1")
                 .bind(cell)
                 .bind(Db(&sum))
                 .bind(done)
@@ -444,8 +488,8 @@ pub async fn logs(State(st): State<AppState>, Path((batch, which)): Path<(Uuid, 
 /// `GET /api/v1/experiments/{id}/batches`: every recorded batch result (without logs).
 pub async fn list(State(st): State<AppState>, Path(experiment): Path<Uuid>) -> Result<Json<Vec<RecordedBatch>>> {
     let rows: Vec<RecordedBatch> = sqlx::query_as(
-        "SELECT r.batch_id, r.cell_id, r.worker_id, r.result, b.first_pair, b.pairs, r.elapsed_ms FROM batch_results r JOIN batches b ON b.id = r.batch_id
-         WHERE r.experiment_id = $1 ORDER BY r.cell_id, b.first_pair",
+        "SELECT r.batch_id, r.cell_id, r.worker_id, r.result, b.first_unit, b.units, r.elapsed_ms FROM batch_results r JOIN batches b ON b.id = r.batch_id
+         WHERE r.experiment_id = $1 ORDER BY r.cell_id, b.first_unit",
     )
     .bind(experiment)
     .fetch_all(&st.db)
@@ -460,8 +504,9 @@ pub struct RecordedBatch {
     cell_id: Uuid,
     worker_id: Uuid,
     result: Db<JobResult>,
-    first_pair: i64,
-    pairs: i64,
+    /// The batch's units ([`JobKind::unit`]): `first_unit .. first_unit + units`.
+    first_unit: i64,
+    units: i64,
     elapsed_ms: i64,
 }
 
@@ -470,7 +515,7 @@ pub struct RecordedBatch {
 pub async fn recompute(db: &sqlx::PgPool, experiment: Option<Uuid>) -> anyhow::Result<(u64, Vec<Uuid>)> {
     let mut tx = db.begin().await?;
     let cells: Vec<(Uuid, Db<MatchTally>, i64)> =
-        sqlx::query_as("SELECT id, tally, done_pairs FROM cells WHERE $1::uuid IS NULL OR experiment_id = $1 ORDER BY experiment_id, idx FOR UPDATE").bind(experiment).fetch_all(&mut *tx).await?;
+        sqlx::query_as("SELECT id, tally, done_units FROM cells WHERE $1::uuid IS NULL OR experiment_id = $1 ORDER BY experiment_id, idx FOR UPDATE").bind(experiment).fetch_all(&mut *tx).await?;
     let mut fixed = Vec::new();
     for (cell, Db(stored), done) in &cells {
         let results: Vec<(Db<JobResult>,)> = sqlx::query_as("SELECT result FROM batch_results WHERE cell_id = $1")
@@ -478,17 +523,15 @@ pub async fn recompute(db: &sqlx::PgPool, experiment: Option<Uuid>) -> anyhow::R
             .fetch_all(&mut *tx)
             .await?;
         let mut sum = MatchTally::default();
-        let mut positions = 0;
+        let mut units = 0;
         for (Db(r),) in &results {
-            match r {
-                JobResult::Match(t) => sum.merge(t),
-                JobResult::Endgame(e) => positions += e.solved.len() as i64,
-                JobResult::Wintable(w) => positions += w.games as i64 / 2,
+            if let JobResult::Match(t) = r {
+                sum.merge(t);
             }
+            units += r.units() as i64;
         }
-        let units = sum.pairs() as i64 + positions;
         if sum != *stored || units != *done {
-            sqlx::query("UPDATE cells SET tally = $2, done_pairs = $3 WHERE id = $1")
+            sqlx::query("UPDATE cells SET tally = $2, done_units = $3 WHERE id = $1")
                 .bind(cell)
                 .bind(Db(&sum))
                 .bind(units)

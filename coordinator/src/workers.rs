@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use uuid::Uuid;
 
-#[derive(Serialize)]
+#[derive(Serialize, sqlx::FromRow)]
 pub struct WorkerView {
     pub id: Uuid,
     pub name: String,
@@ -23,42 +23,14 @@ pub struct WorkerView {
 }
 
 pub async fn list(db: &sqlx::PgPool) -> Result<Vec<WorkerView>> {
-    type Row = (Uuid, String, i32, DateTime<Utc>, DateTime<Utc>, f64, i64, i64, Option<f64>, i64);
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT w.id, w.name, w.threads, w.created_at, w.last_seen, extract(epoch FROM now() - w.last_seen)::float8, w.games, w.batches, w.games_per_sec,
-                (SELECT count(*) FROM batches b WHERE b.lease_owner = w.id AND b.state = 'leased')
+    Ok(sqlx::query_as(
+        "SELECT w.id, w.name, w.threads, w.created_at, w.last_seen,
+                extract(epoch FROM now() - w.last_seen)::float8 AS seconds_since_seen, w.games, w.batches, w.games_per_sec,
+                (SELECT count(*) FROM batches b WHERE b.lease_owner = w.id AND b.state = 'leased') AS leased_batches
          FROM workers w ORDER BY w.last_seen DESC LIMIT 1000",
     )
     .fetch_all(db)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(
-                id,
-                name,
-                threads,
-                created_at,
-                last_seen,
-                seconds_since_seen,
-                games,
-                batches,
-                games_per_sec,
-                leased_batches,
-            )| WorkerView {
-                id,
-                name,
-                threads,
-                created_at,
-                last_seen,
-                seconds_since_seen,
-                games,
-                batches,
-                games_per_sec,
-                leased_batches,
-            },
-        )
-        .collect())
+    .await?)
 }
 
 pub async fn api_list(State(st): State<AppState>) -> Result<Json<Vec<WorkerView>>> {

@@ -73,6 +73,31 @@ impl JobKind {
         }
     }
 
+    /// What the dashboards count: games, or positions.
+    pub fn shown(self) -> &'static str {
+        match self {
+            JobKind::Match | JobKind::Wintable => "games",
+            JobKind::Endgame => "positions",
+        }
+    }
+
+    /// How many of [`JobKind::shown`] one unit is.
+    pub fn shown_per_unit(self) -> u64 {
+        match self {
+            JobKind::Match | JobKind::Wintable => 2,
+            JobKind::Endgame => 1,
+        }
+    }
+
+    /// Why a cell of this kind finished, from its target in units.
+    pub fn finished(self, target: u64) -> String {
+        match self {
+            JobKind::Match => format!("reached its target of {} games", 2 * target),
+            JobKind::Endgame => format!("all {target} positions solved"),
+            JobKind::Wintable => format!("all {} games played; table fitted", 2 * target),
+        }
+    }
+
     /// Units a worker that has not run this kind yet is given per thread: a first batch that
     /// finishes quickly and measures the worker. An endgame position can take its whole time
     /// limit, so a first endgame batch is one position.
@@ -201,7 +226,25 @@ struct GenerateSection {
 pub struct Artifacts {
     pub lexicon: Option<String>,
     pub leaves: Option<String>,
+    #[serde(default)]
+    pub distribution: Option<String>,
+    #[serde(default)]
+    pub layout: Option<String>,
     pub winpct: Option<String>,
+}
+
+impl Artifacts {
+    /// The pinned sha256 for an artifact role, if any.
+    pub fn pinned(&self, role: &str) -> Option<&str> {
+        match role {
+            "lexicon" => self.lexicon.as_deref(),
+            "leaves" => self.leaves.as_deref(),
+            "distribution" => self.distribution.as_deref(),
+            "layout" => self.layout.as_deref(),
+            "winpct" => self.winpct.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// One grid axis: a parameter and the values it takes.
@@ -211,23 +254,48 @@ pub struct Axis {
     pub values: Vec<serde_json::Value>,
 }
 
-/// A validated experiment, as the coordinator stores it.
+/// A validated experiment, as the coordinator stores it: what every kind has, and the kind
+/// with what only it has.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExperimentSpec {
     pub name: String,
     pub description: String,
-    pub kind: JobKind,
     pub priority: i32,
     pub seed: u64,
+    pub artifacts: Artifacts,
+    /// Stored flat beside the fields above, tagged by `"kind"`.
+    #[serde(flatten)]
+    pub kind: ExperimentKind,
+}
+
+/// What an experiment asks of the volunteers. Adding a job kind is a variant here (and in
+/// [`JobKind`], the protocol's `Job` and `JobResult`), then the places the compiler points at.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ExperimentKind {
+    /// Bots play each other, optionally over a grid of their parameters.
+    Match(MatchSpec),
+    /// A set of endgames solved exactly, some twice by different workers.
+    Endgame(EndgameSpec),
+    /// Static-vs-static games counted into a win-probability table.
+    Wintable(WintableSpec),
+}
+
+/// A match experiment: two bots, a grid over their parameters, and a game target per cell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatchSpec {
+    /// Even: deals are paired.
     pub games_per_cell: u64,
     /// The base bot specs; grid values override their parameters per cell.
     pub bots: [String; 2],
     pub axes: Vec<Axis>,
     pub sprt: Option<Sprt>,
-    pub artifacts: Artifacts,
-    /// Set for endgame experiments (whose "games" are positions).
-    #[serde(default)]
-    pub endgame: Option<EndgameSpec>,
+}
+
+/// A win-table experiment: how many static-vs-static games (each deal played once).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WintableSpec {
+    pub games: u64,
 }
 
 /// One grid point.
@@ -236,8 +304,39 @@ pub struct CellSpec {
     pub index: u32,
     /// Axis name -> value at this point (empty without a grid).
     pub params: serde_json::Map<String, serde_json::Value>,
-    /// The two bots, fully specified.
-    pub bots: [String; 2],
+    /// A match cell's two bots, fully specified.
+    pub bots: Option<[String; 2]>,
+    /// Units of work ([`JobKind::unit`]) the cell needs.
+    pub target: u64,
+    /// Whether the queue carves batches from `0..target` as workers claim; if not, the cell's
+    /// batches are queued as other results arrive (an endgame's cross-checks).
+    pub carved: bool,
+}
+
+impl ExperimentKind {
+    pub fn job_kind(&self) -> JobKind {
+        match self {
+            ExperimentKind::Match(_) => JobKind::Match,
+            ExperimentKind::Endgame(_) => JobKind::Endgame,
+            ExperimentKind::Wintable(_) => JobKind::Wintable,
+        }
+    }
+
+    /// The sequential test that may stop a cell early (matches only).
+    pub fn sprt(&self) -> Option<&Sprt> {
+        match self {
+            ExperimentKind::Match(m) => m.sprt.as_ref(),
+            ExperimentKind::Endgame(_) | ExperimentKind::Wintable(_) => None,
+        }
+    }
+
+    /// The grid's axes (none but a match's).
+    pub fn axes(&self) -> &[Axis] {
+        match self {
+            ExperimentKind::Match(m) => &m.axes,
+            ExperimentKind::Endgame(_) | ExperimentKind::Wintable(_) => &[],
+        }
+    }
 }
 
 impl ExperimentSpec {
@@ -260,6 +359,8 @@ impl ExperimentSpec {
         for (field, a) in [
             ("artifacts.lexicon", &f.artifacts.lexicon),
             ("artifacts.leaves", &f.artifacts.leaves),
+            ("artifacts.distribution", &f.artifacts.distribution),
+            ("artifacts.layout", &f.artifacts.layout),
             ("artifacts.winpct", &f.artifacts.winpct),
         ] {
             if a.as_ref()
@@ -268,12 +369,14 @@ impl ExperimentSpec {
                 return err(field, "must be a lowercase hex sha256");
             }
         }
-        if kind == JobKind::Endgame {
-            return Self::parse_endgame(f, name);
+        match kind {
+            JobKind::Match => Self::parse_match(f, name),
+            JobKind::Endgame => Self::parse_endgame(f, name),
+            JobKind::Wintable => Self::parse_wintable(f, name),
         }
-        if kind == JobKind::Wintable {
-            return Self::parse_wintable(f, name);
-        }
+    }
+
+    fn parse_match(f: File, name: String) -> Result<Self, SpecError> {
         if f.endgame.is_some() {
             return err("endgame", "only an endgame experiment takes an [endgame] section");
         }
@@ -324,23 +427,18 @@ impl ExperimentSpec {
         if cells * games > MAX_GAMES {
             return err("games", format!("{} games in all; at most {MAX_GAMES}", cells * games));
         }
-        let spec = ExperimentSpec {
+        let m = MatchSpec { games_per_cell: games, bots: [m.bot1, m.bot2], axes, sprt: f.sprt };
+        m.check_axes()?;
+        // Building every cell validates every bot the grid makes.
+        m.cells()?;
+        Ok(ExperimentSpec {
             name,
             description: f.description,
-            kind,
             priority: f.priority.clamp(-100, 100),
             seed: f.seed,
-            games_per_cell: games,
-            bots: [m.bot1, m.bot2],
-            axes,
-            sprt: f.sprt,
             artifacts: f.artifacts,
-            endgame: None,
-        };
-        spec.check_axes()?;
-        // Building every cell validates every bot the grid makes.
-        spec.cells()?;
-        Ok(spec)
+            kind: ExperimentKind::Match(m),
+        })
     }
 
     /// A win-probability table: `games` static-vs-static games (each deal played once), whose
@@ -364,15 +462,10 @@ impl ExperimentSpec {
         Ok(ExperimentSpec {
             name,
             description: f.description,
-            kind: JobKind::Wintable,
             priority: f.priority.clamp(-100, 100),
             seed: f.seed,
-            games_per_cell: games,
-            bots: ["static".into(), "static".into()],
-            axes: Vec::new(),
-            sprt: None,
             artifacts: f.artifacts,
-            endgame: None,
+            kind: ExperimentKind::Wintable(WintableSpec { games }),
         })
     }
 
@@ -414,19 +507,9 @@ impl ExperimentSpec {
                         format!("{} positions; at most {MAX_POSITIONS}", e.positions.len()),
                     );
                 }
-                let dist = engine::tiles::Distribution::english();
-                for (i, cgp) in e.positions.iter().enumerate() {
-                    let field = format!("endgame.positions[{i}]");
-                    let pos = engine::cgp::Position::parse(cgp, &dist)
-                        .map_err(|d| SpecError { field: field.clone(), message: d.to_string() })?;
-                    let bag = pos.bag_tiles(&dist).len();
-                    if bag != 0 {
-                        return err(field, format!("the bag holds {bag} tiles; an endgame needs it empty"));
-                    }
-                    if pos.racks.iter().any(|r| r.is_empty()) || pos.scoreless >= engine::game::MAX_SCORELESS_TURNS {
-                        return err(field, "the game is already over");
-                    }
-                }
+                // The positions are read against the experiment's tile distribution, which
+                // the coordinator knows once it has resolved the artifacts: see
+                // `ExperimentSpec::check_positions`.
                 PositionSource::Listed(e.positions)
             }
         };
@@ -446,18 +529,59 @@ impl ExperimentSpec {
         Ok(ExperimentSpec {
             name,
             description: f.description,
-            kind: JobKind::Endgame,
             priority: f.priority.clamp(-100, 100),
             seed: f.seed,
-            games_per_cell: spec.count(),
-            bots: ["endgame".into(), "endgame".into()],
-            axes: Vec::new(),
-            sprt: None,
             artifacts: f.artifacts,
-            endgame: Some(spec),
+            kind: ExperimentKind::Endgame(spec),
         })
     }
 
+    /// Check an endgame experiment's listed positions against the tile distribution it runs
+    /// with: each must parse, have an empty bag, and not be over. Other kinds pass.
+    pub fn check_positions(&self, dist: &engine::tiles::Distribution) -> Result<(), SpecError> {
+        let ExperimentKind::Endgame(EndgameSpec { source: PositionSource::Listed(positions), .. }) = &self.kind else {
+            return Ok(());
+        };
+        for (i, cgp) in positions.iter().enumerate() {
+            let field = format!("endgame.positions[{i}]");
+            let pos = engine::cgp::Position::parse(cgp, dist)
+                .map_err(|d| SpecError { field: field.clone(), message: d.to_string() })?;
+            let bag = pos.bag_tiles(dist).len();
+            if bag != 0 {
+                return err(field, format!("the bag holds {bag} tiles; an endgame needs it empty"));
+            }
+            if pos.racks.iter().any(|r| r.is_empty()) || pos.scoreless >= engine::game::MAX_SCORELESS_TURNS {
+                return err(field, "the game is already over");
+            }
+        }
+        Ok(())
+    }
+
+    /// The cells to store: a match's grid points; an endgame experiment's two passes (0 solves
+    /// every position, 1 solves the cross-checked ones again); a win table's one cell.
+    pub fn cells(&self) -> Result<Vec<CellSpec>, SpecError> {
+        let pass = |index: u32, name: &str, target: u64, carved: bool| {
+            let mut params = serde_json::Map::new();
+            params.insert("pass".into(), serde_json::Value::from(name));
+            CellSpec { index, params, bots: None, target, carved }
+        };
+        Ok(match &self.kind {
+            ExperimentKind::Match(m) => m.cells()?,
+            ExperimentKind::Endgame(e) => {
+                vec![pass(0, "solve", e.count(), true), pass(1, "check", e.checks(self.seed), false)]
+            }
+            ExperimentKind::Wintable(w) => vec![CellSpec {
+                index: 0,
+                params: serde_json::Map::new(),
+                bots: None,
+                target: w.games / 2,
+                carved: true,
+            }],
+        })
+    }
+}
+
+impl MatchSpec {
     /// Check each axis value on its own, so that a bad one is reported against its axis.
     fn check_axes(&self) -> Result<(), SpecError> {
         let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
@@ -484,20 +608,8 @@ impl ExperimentSpec {
         Ok(())
     }
 
-    /// The grid points in row-major order (the last axis varies fastest). An endgame
-    /// experiment has two cells: 0 solves every position, 1 solves the cross-checked ones again.
-    pub fn cells(&self) -> Result<Vec<CellSpec>, SpecError> {
-        if self.kind == JobKind::Endgame {
-            return Ok(["solve", "check"]
-                .iter()
-                .enumerate()
-                .map(|(index, pass)| {
-                    let mut params = serde_json::Map::new();
-                    params.insert("pass".into(), serde_json::Value::from(*pass));
-                    CellSpec { index: index as u32, params, bots: self.bots.clone() }
-                })
-                .collect());
-        }
+    /// The grid points in row-major order (the last axis varies fastest).
+    fn cells(&self) -> Result<Vec<CellSpec>, SpecError> {
         let mut out = Vec::new();
         let n: usize = self.axes.iter().map(|a| a.values.len()).product();
         for index in 0..n {
@@ -511,7 +623,13 @@ impl ExperimentSpec {
             for (b, bot) in bots.iter_mut().enumerate() {
                 *bot = apply_params(bot, &format!("bot{}", b + 1), &self.axes, &params)?;
             }
-            out.push(CellSpec { index: index as u32, params, bots });
+            out.push(CellSpec {
+                index: index as u32,
+                params,
+                bots: Some(bots),
+                target: self.games_per_cell / 2,
+                carved: true,
+            });
         }
         Ok(out)
     }
@@ -584,11 +702,12 @@ bot2 = "static"
         let cells = spec.cells().unwrap();
         assert_eq!(cells.len(), 6);
         // Axes sort by name: bag first, t varies fastest.
-        assert_eq!(cells[0].bots[0], "softmax:t=0.5,bag=20");
-        assert_eq!(cells[1].bots[0], "softmax:t=1,bag=20");
-        assert_eq!(cells[5].bots[0], "softmax:t=1,bag=60");
+        let bot = |i: usize, b: usize| cells[i].bots.as_ref().unwrap()[b].clone();
+        assert_eq!(bot(0, 0), "softmax:t=0.5,bag=20");
+        assert_eq!(bot(1, 0), "softmax:t=1,bag=20");
+        assert_eq!(bot(5, 0), "softmax:t=1,bag=60");
         assert_eq!(cells[5].params["bot1.bag"], 60);
-        assert!(cells.iter().all(|c| c.bots[1] == "static"));
+        assert!(cells.iter().all(|c| bot(c.index as usize, 1) == "static" && c.target == 50 && c.carved));
         assert_eq!(spec.seed, 1);
     }
 
@@ -621,7 +740,7 @@ bot2 = "static"
     fn whole_bot_axis() {
         let text = "name = \"x\"\nkind = \"match\"\ngames = 2\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n[grid]\nbot2 = [\"greedy\", \"softmax:t=2\"]\n";
         let cells = ExperimentSpec::parse(text).unwrap().cells().unwrap();
-        assert_eq!(cells[1].bots, ["static".to_string(), "softmax:t=2".to_string()]);
+        assert_eq!(cells[1].bots, Some(["static".to_string(), "softmax:t=2".to_string()]));
     }
 
     #[test]
@@ -629,14 +748,21 @@ bot2 = "static"
         let base = "name = \"e\"\nkind = \"endgame\"\nseed = 3\n[endgame]\n";
         let spec = ExperimentSpec::parse(&format!("{base}generate = {{ count = 50, extra = 2 }}\ncross_check = 0.2\n"))
             .unwrap();
-        let e = spec.endgame.as_ref().unwrap();
-        assert_eq!((spec.games_per_cell, e.count(), e.time_ms), (50, 50, 60_000));
+        let ExperimentKind::Endgame(e) = &spec.kind else { panic!("an endgame experiment: {spec:?}") };
+        assert_eq!((e.count(), e.time_ms), (50, 60_000));
         let checks = e.checks(3);
         assert!((3..=20).contains(&checks), "{checks} of 50 at 0.2");
-        assert_eq!(spec.cells().unwrap().len(), 2);
+        let cells = spec.cells().unwrap();
+        let plan: Vec<_> = cells.iter().map(|c| (c.target, c.carved, c.bots.is_none())).collect();
+        assert_eq!(plan, [(50, true, true), (checks, false, true)]);
         let cgp = "15/15/15/15/15/15/15/15/15/15/15/15/15/15/15";
-        rejects(&format!("{base}positions = [\"{cgp} AB/CD 0/0 0\"]\n"), "endgame.positions[0]");
-        rejects(&format!("{base}positions = [\"nonsense\"]\n"), "endgame.positions[0]");
+        let english = engine::tiles::Distribution::english();
+        let bad_position = |text: String| {
+            let e = ExperimentSpec::parse(&text).unwrap().check_positions(&english).unwrap_err();
+            assert_eq!(e.field, "endgame.positions[0]", "{e}");
+        };
+        bad_position(format!("{base}positions = [\"{cgp} AB/CD 0/0 0\"]\n"));
+        bad_position(format!("{base}positions = [\"nonsense\"]\n"));
         rejects(&format!("{base}generate = {{ count = 0 }}\n"), "endgame.generate.count");
         rejects(&format!("{base}generate = {{ count = 5 }}\ncross_check = 2\n"), "endgame.cross_check");
         rejects(&format!("{base}generate = {{ count = 5 }}\ntime = -1\n"), "endgame.time");
@@ -647,12 +773,28 @@ bot2 = "static"
     #[test]
     fn wintable_experiments_take_games_and_a_seed() {
         let spec = ExperimentSpec::parse("name = \"t\"\nkind = \"wintable\"\ngames = 40000\nseed = 2026\n").unwrap();
-        assert_eq!((spec.kind, spec.games_per_cell, spec.cells().unwrap().len()), (JobKind::Wintable, 40000, 1));
+        assert_eq!(spec.kind, ExperimentKind::Wintable(WintableSpec { games: 40000 }));
+        assert_eq!(spec.cells().unwrap().iter().map(|c| c.target).collect::<Vec<_>>(), [20000]);
         rejects("name = \"t\"\nkind = \"wintable\"\n", "games");
         rejects("name = \"t\"\nkind = \"wintable\"\ngames = 3\n", "games");
         rejects(
             "name = \"t\"\nkind = \"wintable\"\ngames = 4\n[match]\nbot1 = \"static\"\nbot2 = \"static\"\n",
             "match",
         );
+    }
+
+    #[test]
+    fn stored_specs_are_flat_and_tagged_by_kind() {
+        for text in [
+            GRID.to_string(),
+            "name = \"t\"\nkind = \"wintable\"\ngames = 4\n".into(),
+            "name = \"e\"\nkind = \"endgame\"\n[endgame]\ngenerate = { count = 5 }\nplies = 3\n".into(),
+        ] {
+            let spec = ExperimentSpec::parse(&text).unwrap();
+            let json = serde_json::to_value(&spec).unwrap();
+            assert_eq!(json["kind"], spec.kind.job_kind().as_str());
+            assert_eq!(json["seed"], 1);
+            assert_eq!(serde_json::from_value::<ExperimentSpec>(json).unwrap(), spec);
+        }
     }
 }

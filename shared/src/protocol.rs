@@ -242,6 +242,15 @@ impl JobResult {
             JobResult::Wintable(w) => w.games,
         }
     }
+
+    /// Units of work done ([`JobKind::unit`]): what a cell counts towards its target.
+    pub fn units(&self) -> u64 {
+        match self {
+            JobResult::Match(t) => t.games / 2,
+            JobResult::Endgame(r) => r.solved.len() as u64,
+            JobResult::Wintable(w) => w.games / 2,
+        }
+    }
 }
 
 /// Compressed logs of a batch: base64 of gzip. The sha256 are of the uncompressed texts.
@@ -316,7 +325,15 @@ pub struct ApiError {
 pub struct Submitted {
     pub id: Uuid,
     pub cells: u32,
+    /// The experiment's size in `counted` (games or positions).
     pub games: u64,
+    /// What `games` counts ([`JobKind::shown`]).
+    #[serde(default = "games")]
+    pub counted: String,
+}
+
+fn games() -> String {
+    "games".into()
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Every shipped example experiment is valid, and the contract's quick match is what it says.
 
-use shared::experiment::ExperimentSpec;
+use shared::experiment::{ExperimentKind, ExperimentSpec};
 
 #[test]
 fn every_example_parses() {
@@ -17,10 +17,9 @@ fn every_example_parses() {
     }
     assert!(n >= 5);
     let quick = ExperimentSpec::parse(&std::fs::read_to_string(dir.join("quick-match.toml")).unwrap()).unwrap();
-    assert_eq!(
-        (quick.bots.clone(), quick.games_per_cell, quick.cells().unwrap().len()),
-        (["static".to_string(), "greedy".to_string()], 200, 1)
-    );
+    let ExperimentKind::Match(m) = &quick.kind else { panic!("a match: {quick:?}") };
+    assert_eq!((m.bots.clone(), m.games_per_cell), (["static".to_string(), "greedy".to_string()], 200));
+    assert_eq!(quick.cells().unwrap().iter().map(|c| c.target).collect::<Vec<_>>(), [100]);
     let quackle =
         ExperimentSpec::parse(&std::fs::read_to_string(dir.join("sim-tuning-quackle-axes.toml")).unwrap()).unwrap();
     assert_eq!(quackle.cells().unwrap().len(), 105);

@@ -24,6 +24,13 @@ pub fn run(a: Args) -> Result<()> {
     let s: Submitted = rt
         .block_on(client.post_text("/experiments", text))
         .with_context(|| format!("{}: rejected by {}", a.file.display(), a.coordinator))?;
-    eprintln!("submitted: {} cells, {} games; dashboard: {}/experiments/{}", s.cells, s.games, client.base(), s.id);
+    eprintln!(
+        "submitted: {} cells, {} {}; dashboard: {}/experiments/{}",
+        s.cells,
+        s.games,
+        s.counted,
+        client.base(),
+        s.id
+    );
     crate::emit(&format!("{}\n", s.id))
 }
