@@ -12,7 +12,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use base64::Engine as _;
 use engine::winpct::WinSamples;
-use shared::experiment::{ExperimentKind, ExperimentSpec, JobKind};
+use shared::experiment::{ExperimentKind, ExperimentSpec};
 use shared::protocol::{ArtifactRef, JobResult, ResultUpload, UploadResponse};
 use shared::stats::MatchTally;
 use sqlx::types::Json as Db;
@@ -183,7 +183,7 @@ pub async fn upload(
         .await?;
     // Games per second, for the workers page: of games only (an endgame batch's positions
     // are another unit; workers size their batches by their own rate per kind).
-    let gps = (u.result.kind() != JobKind::Endgame).then(|| games as f64 / (u.elapsed_ms.max(1) as f64 / 1000.0));
+    let gps = u.result.kind().plays_games().then(|| games as f64 / (u.elapsed_ms.max(1) as f64 / 1000.0));
     sqlx::query(
         "UPDATE workers SET games = games + $2, batches = batches + 1, last_seen = now(),
                 games_per_sec = coalesce($3, games_per_sec) WHERE id = $1",
@@ -504,7 +504,7 @@ pub struct RecordedBatch {
     cell_id: Uuid,
     worker_id: Uuid,
     result: Db<JobResult>,
-    /// The batch's units ([`JobKind::unit`]): `first_unit .. first_unit + units`.
+    /// The batch's units (`JobKind::unit`): `first_unit .. first_unit + units`.
     first_unit: i64,
     units: i64,
     elapsed_ms: i64,

@@ -73,12 +73,17 @@ impl JobKind {
         }
     }
 
+    /// Whether its batches play games (whose rate the workers page shows as games/s).
+    pub fn plays_games(self) -> bool {
+        match self {
+            JobKind::Match | JobKind::Wintable => true,
+            JobKind::Endgame => false,
+        }
+    }
+
     /// What the dashboards count: games, or positions.
     pub fn shown(self) -> &'static str {
-        match self {
-            JobKind::Match | JobKind::Wintable => "games",
-            JobKind::Endgame => "positions",
-        }
+        if self.plays_games() { "games" } else { "positions" }
     }
 
     /// How many of [`JobKind::shown`] one unit is.
@@ -350,7 +355,8 @@ impl ExperimentSpec {
             SpecError { field: line.map_or("file".into(), |l| format!("line {l}")), message: msg }
         })?;
         let Some(kind) = JobKind::parse(&f.kind) else {
-            return err("kind", format!("unknown job kind `{}` (known: match, endgame, wintable)", f.kind));
+            let known: Vec<&str> = JobKind::ALL.iter().map(|k| k.as_str()).collect();
+            return err("kind", format!("unknown job kind `{}` (known: {})", f.kind, known.join(", ")));
         };
         let name = f.name.trim().to_string();
         if name.is_empty() || name.len() > MAX_NAME {

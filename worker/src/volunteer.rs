@@ -53,7 +53,8 @@ pub struct Args {
 }
 
 fn parse_kind(s: &str) -> Result<JobKind, String> {
-    JobKind::parse(s.trim()).ok_or_else(|| format!("`{s}` is not a job kind (match, endgame, wintable)"))
+    JobKind::parse(s.trim())
+        .ok_or_else(|| format!("`{s}` is not a job kind ({})", shared::protocol::kind_names(&JobKind::ALL).join(", ")))
 }
 
 /// The endgame solver, made at the first endgame batch and kept: its table's entries are keyed
