@@ -51,7 +51,8 @@ pub async fn ensure_defaults(db: &sqlx::PgPool, lexica: &FsPath) -> anyhow::Resu
     let have: Vec<(String,)> = sqlx::query_as("SELECT role FROM artifacts WHERE is_default").fetch_all(db).await?;
     let missing = |r: &str| !have.iter().any(|(h,)| h == r);
     if missing("lexicon") {
-        let dist = engine::tiles::Distribution::english();
+        // The default lexicon's letters are those of the default distribution shipped beside it.
+        let dist = Distribution::load(&lexica.join("english.dist"))?;
         let words = lexica.join("enable.txt");
         tracing::info!(path = %words.display(), "building the default lexicon graph");
         let kwg = engine::lexicon::load_lexicon(&words, &dist).with_context(|| format!("{}", words.display()))?;

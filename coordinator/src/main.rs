@@ -57,6 +57,10 @@ enum Cmd {
         /// Make it the default for its role.
         #[arg(long)]
         default: bool,
+        /// The tile distribution a lexicon's letters are read with (default: the shipped
+        /// English one).
+        #[arg(long)]
+        distribution: Option<PathBuf>,
         file: PathBuf,
     },
 }
@@ -235,12 +239,16 @@ async fn run(cli: Cli) -> Result<()> {
             }
             println!("{cells} cells recomputed, {} differed", fixed.len());
         }
-        Cmd::Artifact { role, default, file } => {
+        Cmd::Artifact { role, default, distribution, file } => {
             if !artifacts::ROLES.contains(&role.as_str()) {
                 anyhow::bail!("--role: must be one of {}", artifacts::ROLES.join(", "));
             }
             let bytes = std::fs::read(&file).with_context(|| format!("{}: cannot read", file.display()))?;
-            check_artifact(&role, &file, &bytes)?;
+            let dist = match &distribution {
+                Some(path) => engine::tiles::Distribution::load(path)?,
+                None => engine::tiles::Distribution::english(),
+            };
+            check_artifact(&role, &file, &bytes, &dist)?;
             let db = connect(url, 2).await?;
             MIGRATOR.run(&db).await.context("applying migrations")?;
             let name = file.file_name().map_or("artifact".into(), |n| n.to_string_lossy().into_owned());
@@ -251,10 +259,9 @@ async fn run(cli: Cli) -> Result<()> {
 }
 
 /// Refuse files a worker could not load.
-fn check_artifact(role: &str, file: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    let dist = engine::tiles::Distribution::english();
+fn check_artifact(role: &str, file: &std::path::Path, bytes: &[u8], dist: &engine::tiles::Distribution) -> Result<()> {
     let ok = match role {
-        "lexicon" => engine::lexicon::load_lexicon(file, &dist).map(drop),
+        "lexicon" => engine::lexicon::load_lexicon(file, dist).map(drop),
         "leaves" => engine::leaves::Klv::from_bytes(bytes, &file.display().to_string()).map(drop),
         "distribution" => engine::tiles::Distribution::load(file).map(drop),
         "winpct" => engine::winpct::WinTable::load(file).map(drop),
