@@ -101,7 +101,19 @@ async fn queue_rules() -> Result<()> {
     let db = TestDb::create().await?;
     let coord = Coordinator::start(
         &db.url,
-        &["--lease-secs", "2", "--reap-secs", "1", "--max-failures", "2", "--max-upload-bytes", "100000"],
+        // Made-up uploads test the queue's rules; their logs are not games, so none are checked.
+        &[
+            "--lease-secs",
+            "2",
+            "--reap-secs",
+            "1",
+            "--max-failures",
+            "2",
+            "--max-upload-bytes",
+            "100000",
+            "--verify-fraction",
+            "0",
+        ],
     )?;
     let api = Api::new(&coord.url);
     let researcher = researcher_token(&db.url)?;
@@ -281,6 +293,9 @@ async fn queue_rules() -> Result<()> {
     assert_eq!(c2["batch_id"], c["batch_id"], "a released batch is claimed again");
     let (s, _) = api.post(&format!("/experiments/{exp2}/stop"), Some(&a), json!({})).await;
     assert_eq!(s, 403, "workers cannot stop experiments");
+    let other = researcher_token(&db.url)?;
+    let (s, v) = api.post(&format!("/experiments/{exp2}/stop"), Some(&other), json!({})).await;
+    assert_eq!(s, 403, "only the researcher who submitted it: {v}");
     let (s, _) = api.post(&format!("/experiments/{exp2}/stop"), r, json!({})).await;
     assert_eq!(s, 200);
     assert_eq!(api.claim(&a, None).await["status"], "idle");
@@ -429,7 +444,7 @@ async fn one_of_each(api: &Api, token: &str) -> [Uuid; 3] {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_must_match_their_batch() -> Result<()> {
     let db = TestDb::create().await?;
-    let coord = Coordinator::start(&db.url, &[])?;
+    let coord = Coordinator::start(&db.url, &["--verify-fraction", "0"])?;
     let api = Api::new(&coord.url);
     let researcher = researcher_token(&db.url)?;
     let [m, e, w] = one_of_each(&api, &researcher).await;
@@ -652,4 +667,96 @@ async fn data_from_before_kinds_as_types_survives_the_migration() -> Result<()> 
     assert!(out.contains("0 differed"), "{out}");
     drop(coord);
     db.drop_db().await
+}
+
+/// Match uploads are held to their batch's deals: a forged tally with the real logs, made-up
+/// or altered logs, wrapped counts, and games of other deals are refused with the reason and
+/// counted against the worker; the real games and tally are accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_uploads_must_be_the_batchs_games() -> Result<()> {
+    use engine::bots::BotSpec;
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &[])?;
+    let api = Api::new(&coord.url);
+    let researcher = researcher_token(&db.url)?;
+    let (s, v) = api.submit(Some(&researcher), &ONE_CELL.replace("static", "greedy")).await;
+    assert_eq!(s, 200, "{v}");
+    let token = api.register("forger").await;
+    let b = api.claim(&token, None).await;
+    let (seed, first, pairs) = (
+        b["job"]["seed"].as_u64().unwrap(),
+        b["job"]["first_pair"].as_u64().unwrap(),
+        b["job"]["pairs"].as_u64().unwrap(),
+    );
+    // The batch's real games, played here with the coordinator's lexicon.
+    let sha = b["artifacts"].as_array().unwrap().iter().find(|a| a["role"] == "lexicon").unwrap()["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bytes = reqwest::get(format!("{}/api/v1/artifacts/{sha}", coord.url)).await?.bytes().await?;
+    let kwg = engine::lexicon::Kwg::from_bytes(&bytes, "lexicon")?;
+    let (dist, layout) = (engine::tiles::Distribution::english(), engine::board::Layout::standard());
+    let ctx = engine::movegen::Ctx { kwg: &kwg, dist: &dist, layout: &layout };
+    let names = [b["job"]["bot1"].as_str().unwrap(), b["job"]["bot2"].as_str().unwrap()];
+    let mut bots = names.map(|n| BotSpec::parse(n).unwrap().build(None, None).unwrap());
+    let mut mg = engine::movegen::Generator::new();
+    let (mut bundle, mut outcomes) = (String::new(), Vec::new());
+    for pair in first..first + pairs {
+        for leg in 0..2 {
+            let rec = engine::autoplay::play_leg(ctx, &mut bots, seed, pair, leg, &mut mg);
+            let seats = [names[rec.seat_bot[0]], names[rec.seat_bot[1]]];
+            bundle.push_str(&format!(
+                "{}{}\n{}",
+                shared::protocol::GAME_MARKER,
+                rec.id,
+                engine::gcg::write_gcg(&rec.game, seats, &dist)
+            ));
+            outcomes.push(rec.outcome());
+        }
+    }
+    let honest = serde_json::to_value(shared::stats::MatchTally::from_outcomes(&outcomes))?;
+    let path = format!("/batches/{}/result", b["batch_id"].as_str().unwrap());
+    let send = |gcg: &str, tally: &Value| {
+        let (gz, sha) = gz64(gcg);
+        let (cgz, csha) = gz64("");
+        let mut result = tally.clone();
+        result["kind"] = json!("match");
+        json!({ "lease_id": b["lease_id"], "elapsed_ms": 10, "result": result,
+                "logs": { "gcg_gz": gz, "gcg_sha256": sha, "csv_gz": cgz, "csv_sha256": csha } })
+    };
+    let mut forged = honest.clone();
+    forged["wins"] = json!(forged["games"]);
+    forged["losses"] = json!(0);
+    forged["draws"] = json!(0);
+    let mut wrapped = honest.clone();
+    wrapped["wins"] = json!(u64::MAX);
+    let first_move = bundle.lines().find(|l| l.starts_with(">p1:")).unwrap();
+    let (head, total) = first_move.rsplit_once(' ').unwrap();
+    let altered = bundle.replacen(first_move, &format!("{head} {}", total.parse::<i32>()? + 50), 1);
+    let other_deals = bundle.replace(
+        &format!("{}{}\n", shared::protocol::GAME_MARKER, 2 * first),
+        &format!("{}{}\n", shared::protocol::GAME_MARKER, 2 * first + 1000),
+    );
+    let cases = [
+        (send(&bundle, &forged), "the tally is not what the logs say"),
+        (send(&bundle, &wrapped), "result"),
+        (send(&altered, &honest), "game "),
+        (send(&other_deals, &honest), "the batch's games are"),
+        (send("", &honest), "logs.gcg_gz"),
+    ];
+    for (body, why) in &cases {
+        let (s, v) = api.post(&path, Some(&token), body.clone()).await;
+        assert!(s == 422 && v["error"].as_str().unwrap().contains(why), "{why}: {s} {v}");
+    }
+    let (s, v) = api.post(&path, Some(&token), send(&bundle, &honest)).await;
+    assert_eq!(s, 200, "the real games are accepted: {v}");
+    let w = worker_named(&coord.url, "forger").await?.unwrap();
+    assert_eq!(w["rejected"], cases.len() as u64, "{w}");
+    assert_eq!(check_totals(&coord.url, v_id(&b)).await?["games"], 2 * pairs);
+    drop(coord);
+    db.drop_db().await
+}
+
+fn v_id(b: &Value) -> Uuid {
+    b["experiment_id"].as_str().unwrap().parse().unwrap()
 }

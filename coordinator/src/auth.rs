@@ -55,10 +55,12 @@ pub async fn create(db: &sqlx::PgPool, role: Role, worker: Option<Uuid>) -> sqlx
 }
 
 /// Whoever sent the request, from its bearer token.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Caller {
     pub role: Role,
     pub worker: Option<Uuid>,
+    /// The sha256 of the token: who submitted an experiment, and so who may stop it.
+    pub token_hash: Vec<u8>,
 }
 
 impl Caller {
@@ -93,12 +95,13 @@ impl FromRequestParts<AppState> for Caller {
         if token.len() > 256 {
             return Err(Error::unauthorized("unknown token"));
         }
+        let token_hash = hash(token);
         let row: Option<(String, Option<Uuid>)> = sqlx::query_as("SELECT role, worker_id FROM tokens WHERE hash = $1")
-            .bind(hash(token))
+            .bind(&token_hash)
             .fetch_optional(&state.db)
             .await?;
         let (role, worker) = row.ok_or_else(|| Error::unauthorized("unknown token"))?;
         let role = Role::parse(&role).ok_or_else(|| Error::unauthorized("unknown token"))?;
-        Ok(Caller { role, worker })
+        Ok(Caller { role, worker, token_hash })
     }
 }

@@ -597,11 +597,12 @@ pub async fn workers(State(st): State<AppState>) -> Result<Html<String>> {
     let list = crate::workers::list(&st.db).await?;
     let body = html! {
         table #workers {
-            tr { th { "name" } th { "threads" } th { "last seen" } th { "games or positions" } th { "batches" } th { "games/s" } th { "working on" } }
+            tr { th { "name" } th { "threads" } th { "last seen" } th { "games or positions" } th { "batches" } th { "games/s" } th { "refused uploads" } th { "working on" } }
             @for w in &list {
                 tr.worker {
                     td { (w.name) } td { (w.threads) } td { (ago(w.last_seen)) } td.games { (w.games) } td { (w.batches) }
                     td { (w.games_per_sec.map_or("–".into(), |g| format!("{g:.1}"))) }
+                    td.rejected { (w.rejected) }
                     td { @if w.leased_batches > 0 { (w.leased_batches) " batch(es)" } @else { "idle" } }
                 }
             }

@@ -24,13 +24,14 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
     spec.check_positions(&dist).map_err(|e| Error::unprocessable(e.to_string()))?;
     let id = Uuid::new_v4();
     let mut tx = st.db.begin().await?;
-    sqlx::query("INSERT INTO experiments (id, name, kind, spec, artifacts, priority) VALUES ($1, $2, $3, $4, $5, $6)")
+    sqlx::query("INSERT INTO experiments (id, name, kind, spec, artifacts, priority, owner_token) VALUES ($1, $2, $3, $4, $5, $6, $7)")
         .bind(id)
         .bind(&spec.name)
         .bind(spec.kind.job_kind().as_str())
         .bind(Db(&spec))
         .bind(Db(&artifacts))
         .bind(spec.priority)
+        .bind(&caller.token_hash)
         .execute(&mut *tx)
         .await?;
     let kind = spec.kind.job_kind();
@@ -65,14 +66,27 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
     }))
 }
 
-/// `POST /api/v1/experiments/{id}/stop`: no more batches; results in flight still count.
+/// `POST /api/v1/experiments/{id}/stop`: no more batches; results in flight still count. Only
+/// the researcher whose token submitted it, or an admin, may stop an experiment.
 pub async fn stop(State(st): State<AppState>, caller: Caller, Path(id): Path<Uuid>) -> Result<Json<serde_json::Value>> {
     caller.researcher()?;
     let mut tx = st.db.begin().await?;
-    let n = sqlx::query("UPDATE experiments SET status = 'stopped', finished_at = now() WHERE id = $1 AND status IN ('queued', 'running')").bind(id).execute(&mut *tx).await?.rows_affected();
-    if n == 0 {
+    let owner: Option<(Option<Vec<u8>>, String)> =
+        sqlx::query_as("SELECT owner_token, status FROM experiments WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let (owner, status) = owner.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?;
+    if caller.role != crate::auth::Role::Admin && owner.as_ref() != Some(&caller.token_hash) {
+        return Err(Error::forbidden("only the researcher who submitted this experiment, or an admin, may stop it"));
+    }
+    if status != "queued" && status != "running" {
         return Err(Error::conflict(format!("experiment {id} is not queued or running")));
     }
+    sqlx::query("UPDATE experiments SET status = 'stopped', finished_at = now() WHERE id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("UPDATE cells SET status = 'stopped', stop_reason = 'stopped by a researcher' WHERE experiment_id = $1 AND status = 'running'").bind(id).execute(&mut *tx).await?;
     sqlx::query(
         "UPDATE batches SET state = 'cancelled', updated_at = now() WHERE experiment_id = $1 AND state = 'queued'",

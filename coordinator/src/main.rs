@@ -10,6 +10,7 @@ mod error;
 mod experiments;
 mod queue;
 mod results;
+mod verify;
 mod workers;
 
 use anyhow::{Context, Result};
@@ -94,6 +95,11 @@ pub struct ServeArgs {
     /// How often this coordinator looks for expired leases, in seconds.
     #[arg(long, env = "LEXHIVE_REAP_SECS", default_value_t = 5)]
     reap_secs: u64,
+    /// Share of each match batch's games re-played on their deals before the batch counts
+    /// (every game's totals are always checked against the tally). 0 checks no logs at all:
+    /// only for load tests of the queue with made-up uploads.
+    #[arg(long, env = "LEXHIVE_VERIFY_FRACTION", default_value_t = 1.0, value_parser = fraction)]
+    verify_fraction: f64,
     /// Largest database connection pool.
     #[arg(long, env = "LEXHIVE_DB_POOL", default_value_t = 16)]
     db_pool: u32,
@@ -106,6 +112,14 @@ pub struct ServeArgs {
 pub struct AppState {
     pub db: sqlx::PgPool,
     pub cfg: Arc<ServeArgs>,
+    pub rules: verify::RulesCache,
+}
+
+fn fraction(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("`{s}` is not a fraction from 0 to 1")),
+    }
 }
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
@@ -188,7 +202,7 @@ async fn serve(url: Option<&str>, args: ServeArgs) -> Result<()> {
     artifacts::ensure_defaults(&db, &lexica_dir(args.lexica.clone())).await?;
     let listener =
         tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("cannot listen on {}", args.bind))?;
-    let state = AppState { db: db.clone(), cfg: Arc::new(args.clone()) };
+    let state = AppState { db: db.clone(), cfg: Arc::new(args.clone()), rules: verify::RulesCache::default() };
     let reaper = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(args.reap_secs.max(1)));
         loop {

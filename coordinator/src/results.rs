@@ -21,24 +21,95 @@ use uuid::Uuid;
 
 /// Largest uncompressed log the coordinator will inflate (guards against gzip bombs).
 const MAX_LOG_BYTES: u64 = 256 << 20;
+/// Most a log may inflate, as a multiple of its compressed size (game logs compress about
+/// 5-10x), plus a megabyte for small logs.
+const MAX_INFLATION: u64 = 100;
 
-/// Decode one base64-of-gzip log and check its sha256; returns the compressed bytes.
-fn check_log(field: &str, b64: &str, sha: &str) -> Result<Vec<u8>> {
+/// Decode one base64-of-gzip log and check its sha256; returns the compressed bytes and the
+/// text. Inflation stops at `MAX_LOG_BYTES` or `MAX_INFLATION` times the compressed size.
+fn check_log(field: &str, b64: &str, sha: &str) -> Result<(Vec<u8>, String)> {
     let gz = base64::engine::general_purpose::STANDARD
         .decode(b64)
         .map_err(|e| Error::unprocessable(format!("logs.{field}: not base64: {e}")))?;
+    let cap = MAX_LOG_BYTES.min(MAX_INFLATION * gz.len() as u64 + (1 << 20));
     let mut text = Vec::new();
     flate2::read::GzDecoder::new(&gz[..])
-        .take(MAX_LOG_BYTES + 1)
+        .take(cap + 1)
         .read_to_end(&mut text)
         .map_err(|e| Error::unprocessable(format!("logs.{field}: not gzip: {e}")))?;
-    if text.len() as u64 > MAX_LOG_BYTES {
-        return Err(Error::unprocessable(format!("logs.{field}: more than {MAX_LOG_BYTES} bytes uncompressed")));
+    if text.len() as u64 > cap {
+        return Err(Error::unprocessable(format!(
+            "logs.{field}: inflates past {cap} bytes ({MAX_INFLATION}x its compressed size, {MAX_LOG_BYTES} at most)"
+        )));
     }
     if crate::artifacts::sha256_hex(&text) != sha {
         return Err(Error::unprocessable(format!("logs.{field}: sha256 does not match the content")));
     }
-    Ok(gz)
+    let text = String::from_utf8(text).map_err(|_| Error::unprocessable(format!("logs.{field}: not UTF-8")))?;
+    Ok((gz, text))
+}
+
+/// A match upload, checked against its batch before anything is locked (`verify`). An upload
+/// whose lease, kind or size is wrong is let through here: the transaction answers it.
+async fn verify_match(st: &AppState, batch: Uuid, worker: Uuid, u: &ResultUpload, gcg: String) -> Result<()> {
+    let JobResult::Match(tally) = &u.result else { return Ok(()) };
+    if st.cfg.verify_fraction == 0.0 {
+        return Ok(());
+    }
+    #[derive(sqlx::FromRow)]
+    struct Leased {
+        state: String,
+        lease_id: Option<Uuid>,
+        lease_owner: Option<Uuid>,
+        first_unit: i64,
+        units: i64,
+        spec: Db<ExperimentSpec>,
+        artifacts: Db<Vec<ArtifactRef>>,
+        bots: Option<Db<[String; 2]>>,
+    }
+    let row: Option<Leased> = sqlx::query_as(
+        "SELECT b.state, b.lease_id, b.lease_owner, b.first_unit, b.units, e.spec, e.artifacts, c.bots
+         FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1",
+    )
+    .bind(batch)
+    .fetch_optional(&st.db)
+    .await?;
+    let Some(b) = row else { return Ok(()) };
+    let held = b.state == "leased" && b.lease_id == Some(u.lease_id) && b.lease_owner == Some(worker);
+    let (ExperimentKind::Match(_), Some(Db(bots)), true, true) =
+        (&b.spec.kind, b.bots, held, tally.games == 2 * b.units as u64)
+    else {
+        return Ok(());
+    };
+    // An upload under the lease is as good as a heartbeat: keep the lease while the games
+    // are re-played, which can take longer than the worker's heartbeat interval.
+    sqlx::query(
+        "UPDATE batches SET lease_expires = greatest(lease_expires, now() + make_interval(secs => $3))
+         WHERE id = $1 AND lease_id = $2 AND state = 'leased'",
+    )
+    .bind(batch)
+    .bind(u.lease_id)
+    .bind(st.cfg.lease_secs as f64)
+    .execute(&st.db)
+    .await?;
+    let rules = st.rules.get(&st.db, &b.artifacts).await?;
+    let m = crate::verify::MatchBatch {
+        batch,
+        seed: b.spec.seed,
+        first_pair: b.first_unit as u64,
+        pairs: b.units as u64,
+        bots,
+    };
+    let (tally, fraction) = (*tally, st.cfg.verify_fraction);
+    let checked = tokio::task::spawn_blocking(move || crate::verify::check_match(&rules, &m, &gcg, &tally, fraction))
+        .await
+        .map_err(|e| Error::internal(e.to_string()))?;
+    if let Err(why) = checked {
+        sqlx::query("UPDATE workers SET rejected = rejected + 1 WHERE id = $1").bind(worker).execute(&st.db).await?;
+        tracing::warn!(%batch, %worker, %why, "upload refused");
+        return Err(Error::unprocessable(format!("{why}; nothing was recorded")));
+    }
+    Ok(())
 }
 
 #[derive(sqlx::FromRow)]
@@ -70,6 +141,18 @@ pub async fn upload(
     Json(u): Json<ResultUpload>,
 ) -> Result<Json<UploadResponse>> {
     let worker = caller.worker()?;
+    // Logs are inflated and checked before any transaction: bounded work, and no row locked
+    // or connection held meanwhile.
+    let u = std::sync::Arc::new(u);
+    let logs = u.clone();
+    let (gcg, gcg_text, csv) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let (gcg, text) = check_log("gcg_gz", &logs.logs.gcg_gz, &logs.logs.gcg_sha256)?;
+        let (csv, _) = check_log("csv_gz", &logs.logs.csv_gz, &logs.logs.csv_sha256)?;
+        Ok((gcg, text, csv))
+    })
+    .await
+    .map_err(|e| Error::internal(e.to_string()))??;
+    verify_match(&st, batch, worker, &u, gcg_text).await?;
     let mut tx = st.db.begin().await?;
     let row: Option<BatchRow> = sqlx::query_as(
         "SELECT b.state, b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.first_unit, b.units, b.positions,
@@ -157,8 +240,6 @@ pub async fn upload(
             w.games
         }
     };
-    let gcg = check_log("gcg_gz", &u.logs.gcg_gz, &u.logs.gcg_sha256)?;
-    let csv = check_log("csv_gz", &u.logs.csv_gz, &u.logs.csv_sha256)?;
     sqlx::query(
         "INSERT INTO batch_results (batch_id, lease_id, worker_id, cell_id, experiment_id, result, games, elapsed_ms, gcg_gz, gcg_sha256, csv_gz, csv_sha256)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",

@@ -20,12 +20,14 @@ pub struct WorkerView {
     pub batches: i64,
     pub games_per_sec: Option<f64>,
     pub leased_batches: i64,
+    /// Uploads refused because their logs or tally were not what the batch's deals give.
+    pub rejected: i64,
 }
 
 pub async fn list(db: &sqlx::PgPool) -> Result<Vec<WorkerView>> {
     Ok(sqlx::query_as(
         "SELECT w.id, w.name, w.threads, w.created_at, w.last_seen,
-                extract(epoch FROM now() - w.last_seen)::float8 AS seconds_since_seen, w.games, w.batches, w.games_per_sec,
+                extract(epoch FROM now() - w.last_seen)::float8 AS seconds_since_seen, w.games, w.batches, w.games_per_sec, w.rejected,
                 (SELECT count(*) FROM batches b WHERE b.lease_owner = w.id AND b.state = 'leased') AS leased_batches
          FROM workers w ORDER BY w.last_seen DESC LIMIT 1000",
     )

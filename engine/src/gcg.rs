@@ -141,42 +141,8 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
             return Err(at(format!("rack `{}` has more than {} tiles", f[0], crate::tiles::RACK_SIZE)));
         }
         let (score, total) = (num(f[f.len() - 2].trim_start_matches('+'))?, num(f[f.len() - 1])?);
-        let mv_text = &f[1..f.len() - 2];
-        let leaves = RackLeaves::new(&rack, |_| 0);
-        let req = Request { board: &board, rack: &rack, leaves: &leaves, can_exchange: true, opening_vowel_penalty: 0 };
-        let mv = match mv_text {
-            ["-"] => Move::PASS,
-            [x] if x.starts_with('-') => {
-                let tiles = dist.parse_rack(&x[1..]).map_err(&at)?;
-                let mut left = rack.clone();
-                for t in &tiles {
-                    let k = left
-                        .iter()
-                        .position(|u| u == t)
-                        .ok_or_else(|| at(format!("exchanged `{}` not on the rack", dist.rack_char(*t))))?;
-                    left.swap_remove(k);
-                }
-                Move::exchange(&tiles)
-            }
-            [coord, word] => {
-                let wanted = parse_placement(coord, word, &board, dist).map_err(&at)?;
-                let all = mg.generate(ctx, &req, Mode::All);
-                let one_tile = |m: &Move| {
-                    m.tiles_used() == 1 && wanted.tiles_used() == 1 && placed_squares(m) == placed_squares(&wanted)
-                };
-                *all.iter()
-                    .find(|m| {
-                        m.kind == Kind::Place
-                            && m.dir == wanted.dir
-                            && m.lane == wanted.lane
-                            && m.start == wanted.start
-                            && m.tiles() == wanted.tiles()
-                    })
-                    .or_else(|| all.iter().find(|m| one_tile(m)))
-                    .ok_or_else(|| at(format!("`{coord} {word}` is not a legal play with rack {}", f[0])))?
-            }
-            _ => return Err(at("cannot read the move".into())),
-        };
+        let mv =
+            resolve(&f[1..f.len() - 2], &rack, &board, ctx, &mut mg).map_err(|e| at(format!("{e} (rack {})", f[0])))?;
         if mv.score != score {
             return Err(at(format!("score {score} but the play scores {}", mv.score)));
         }
@@ -197,6 +163,129 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
         ));
     }
     Ok(Replay { board, scores, moves })
+}
+
+/// The move a GCG move field names (`8D WO.D`, `-TILES`, `-`), with its score, for `rack` on
+/// `board`; a placement must be one the generator finds.
+fn resolve(text: &[&str], rack: &[u8], board: &Board, ctx: Ctx, mg: &mut Generator) -> Result<Move, String> {
+    let dist = ctx.dist;
+    match text {
+        ["-"] => Ok(Move::PASS),
+        [x] if x.starts_with('-') => {
+            let tiles = dist.parse_rack(&x[1..])?;
+            let mut left = rack.to_vec();
+            for t in &tiles {
+                let k = left
+                    .iter()
+                    .position(|u| u == t)
+                    .ok_or_else(|| format!("exchanged `{}` not on the rack", dist.rack_char(*t)))?;
+                left.swap_remove(k);
+            }
+            Ok(Move::exchange(&tiles))
+        }
+        [coord, word] => {
+            let wanted = parse_placement(coord, word, board, dist)?;
+            let leaves = RackLeaves::new(rack, |_| 0);
+            let req = Request { board, rack, leaves: &leaves, can_exchange: true, opening_vowel_penalty: 0 };
+            let all = mg.generate(ctx, &req, Mode::All);
+            let one_tile = |m: &Move| {
+                m.tiles_used() == 1 && wanted.tiles_used() == 1 && placed_squares(m) == placed_squares(&wanted)
+            };
+            all.iter()
+                .find(|m| {
+                    m.kind == Kind::Place
+                        && m.dir == wanted.dir
+                        && m.lane == wanted.lane
+                        && m.start == wanted.start
+                        && m.tiles() == wanted.tiles()
+                })
+                .or_else(|| all.iter().find(|m| one_tile(m)))
+                .copied()
+                .ok_or_else(|| format!("`{coord} {word}` is not a legal play"))
+        }
+        _ => Err("cannot read the move".into()),
+    }
+}
+
+/// Re-play a logged game on the deal it says it is: each move, read from the log, must be
+/// legal for the rack the seeded bag dealt, and writing the re-played game (`write_gcg` with
+/// `names` by seat) must give back the log byte for byte: the same racks, scores, totals and
+/// end. So a log that passes is exactly a game of that deal; which bot chose its moves is
+/// not checked here.
+pub fn replay_deal(text: &str, ctx: Ctx, deal_seed: u64, names: [&str; 2], source: &str) -> Result<Game, DataError> {
+    let mut game = Game::new(ctx.dist, deal_seed);
+    let mut mg = Generator::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(rest) = line.strip_prefix('>') else { continue };
+        if game.is_over() {
+            break;
+        }
+        let at = |m: String| DataError::new(format!("{source}:{}", i + 1), m);
+        let f: Vec<&str> = rest.split_once(':').map_or(Vec::new(), |(_, body)| body.split_whitespace().collect());
+        if f.len() < 4 {
+            return Err(at("expected `>nick: RACK MOVE +SCORE TOTAL`".into()));
+        }
+        let mv = resolve(&f[1..f.len() - 2], &game.racks[game.on_turn], &game.board, ctx, &mut mg)
+            .map_err(|e| at(format!("{e} with the dealt rack {}", ctx.dist.rack_string(&game.racks[game.on_turn]))))?;
+        game.check(ctx, &mv, &mut mg).map_err(|e| at(e.to_string()))?;
+        game.play(ctx, &mv);
+    }
+    if !game.is_over() {
+        return Err(DataError::new(source, "the log ends before the game does"));
+    }
+    let again = write_gcg(&game, names, ctx.dist);
+    if again != text {
+        let lines = again.lines().count().max(text.lines().count()) + 1;
+        let (n, (want, got)) = again
+            .lines()
+            .chain(std::iter::repeat(""))
+            .zip(text.lines().chain(std::iter::repeat("")))
+            .take(lines)
+            .enumerate()
+            .find(|(_, (a, b))| a != b)
+            .unwrap_or((lines - 1, ("(end of log)", "(end of log)")));
+        return Err(DataError::new(
+            format!("{source}:{}", n + 1),
+            format!("the log says `{got}`; its deal and moves give `{want}`"),
+        ));
+    }
+    Ok(game)
+}
+
+/// What a log written by [`write_gcg`] says happened, by seat (`p1`, `p2`), read without
+/// replaying it: final scores, turns, and bingos (placements of a whole rack).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub scores: [i32; 2],
+    pub turns: [u32; 2],
+    pub bingos: [u32; 2],
+}
+
+pub fn summarize(text: &str, source: &str) -> Result<Summary, DataError> {
+    let mut s = Summary::default();
+    for (i, line) in text.lines().enumerate() {
+        let Some(rest) = line.strip_prefix('>') else { continue };
+        let at = |m: &str| DataError::new(format!("{source}:{}", i + 1), m);
+        let (nick, body) = rest.split_once(':').ok_or_else(|| at("expected `>nick: ...`"))?;
+        let seat = match nick {
+            "p1" => 0,
+            "p2" => 1,
+            _ => return Err(at("players are `p1` and `p2`")),
+        };
+        let f: Vec<&str> = body.split_whitespace().collect();
+        let total = f.last().and_then(|t| t.parse::<i32>().ok()).ok_or_else(|| at("no running total"))?;
+        s.scores[seat] = total;
+        if f.iter().any(|x| x.starts_with('(')) {
+            continue;
+        }
+        s.turns[seat] += 1;
+        if let [_, _, word, _, _] = f[..]
+            && word.chars().filter(|&c| c != '.').count() == crate::tiles::RACK_SIZE
+        {
+            s.bingos[seat] += 1;
+        }
+    }
+    Ok(s)
 }
 
 fn placed_squares(m: &Move) -> Vec<(usize, usize, u8)> {

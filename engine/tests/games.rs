@@ -5,7 +5,7 @@ use common::*;
 use engine::autoplay::play_leg;
 use engine::bots::{BotSpec, Player};
 use engine::game::{Bag, End, Game, MoveError};
-use engine::gcg::{replay, write_gcg};
+use engine::gcg::{replay, replay_deal, summarize, write_gcg};
 use engine::leaves::RackLeaves;
 use engine::movegen::{Generator, Mode, Request};
 use engine::moves::{Kind, Move};
@@ -46,6 +46,43 @@ fn cross_sets_after_every_move_equal_a_full_recomputation() {
                 assert!(fresh == game.board, "cross-sets differ after {mv:?}");
             }
         }
+    }
+}
+
+#[test]
+fn a_log_replays_on_its_deal_only_if_it_is_exactly_a_game_of_that_deal() {
+    let lex = enable();
+    let mut mg = Generator::new();
+    let mut b = bots("static", "softmax:t=3,bag=20");
+    for i in 0..8 {
+        let rec = play_leg(ctx(lex), &mut b, 21, i / 2, (i % 2) as usize, &mut mg);
+        let names = ["static", "softmax"];
+        let gcg = write_gcg(&rec.game, names, dist());
+        let deal = rec.deal_seed;
+        let game = replay_deal(&gcg, ctx(lex), deal, names, "g").unwrap_or_else(|e| panic!("{e}\n{gcg}"));
+        assert_eq!(game.scores, rec.game.scores);
+        // The summary read without replaying is the game's.
+        let o = rec.outcome();
+        assert_eq!(
+            summarize(&gcg, "g").unwrap(),
+            engine::gcg::Summary { scores: o.scores, turns: o.turns, bingos: o.bingos }
+        );
+        // Another deal, other names, a changed total or rack, a missing end: refused.
+        assert!(replay_deal(&gcg, ctx(lex), deal + 1, names, "g").is_err());
+        assert!(replay_deal(&gcg, ctx(lex), deal, ["static", "greedy"], "g").is_err());
+        let lines: Vec<&str> = gcg.lines().collect();
+        let last = lines.last().unwrap();
+        let (head, total) = last.rsplit_once(' ').unwrap();
+        let inflated = gcg.replace(last, &format!("{head} {}", total.parse::<i32>().unwrap() + 100));
+        let err = replay_deal(&inflated, ctx(lex), deal, names, "g").unwrap_err();
+        assert_eq!(err.place, format!("g:{}", lines.len()), "{err}");
+        let truncated: String = lines[..lines.len() / 2].iter().map(|l| format!("{l}\n")).collect();
+        assert!(replay_deal(&truncated, ctx(lex), deal, names, "g").is_err());
+        // A first move whose rack is not the dealt one is refused at its line, even when the
+        // play itself would be legal with the rack the log claims.
+        let first = lines[3];
+        let fake = first.replacen(first.split_whitespace().nth(1).unwrap(), "QQQQQQQ", 1);
+        assert_eq!(replay_deal(&gcg.replace(first, &fake), ctx(lex), deal, names, "g").unwrap_err().place, "g:4");
     }
 }
 

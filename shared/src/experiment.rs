@@ -36,6 +36,8 @@ pub const MAX_GAMES_PER_CELL: u64 = 10_000_000;
 pub const MAX_GAMES: u64 = 1_000_000_000;
 /// Longest experiment name.
 pub const MAX_NAME: usize = 200;
+/// Longest experiment description.
+pub const MAX_DESCRIPTION: usize = 4000;
 
 /// The kinds of work the spine carries: matches between bots (grids of them included), sets
 /// of endgames to solve, and games counted for a win-probability table.
@@ -362,6 +364,9 @@ impl ExperimentSpec {
         if name.is_empty() || name.len() > MAX_NAME {
             return err("name", format!("must be 1 to {MAX_NAME} characters"));
         }
+        if f.description.len() > MAX_DESCRIPTION {
+            return err("description", format!("at most {MAX_DESCRIPTION} bytes"));
+        }
         for (field, a) in [
             ("artifacts.lexicon", &f.artifacts.lexicon),
             ("artifacts.leaves", &f.artifacts.leaves),
@@ -426,9 +431,16 @@ impl ExperimentSpec {
             }
             axes.push(Axis { name, values: vs });
         }
-        let cells: u64 = axes.iter().map(|a| a.values.len() as u64).product();
+        // Checked: a grid of many long axes must not wrap to a small number of cells.
+        let cells = axes.iter().try_fold(1u64, |n, a| n.checked_mul(a.values.len() as u64)).unwrap_or(u64::MAX);
         if cells > MAX_CELLS as u64 {
-            return err("grid", format!("{cells} cells; at most {MAX_CELLS}"));
+            return err(
+                "grid",
+                format!(
+                    "{} cells; at most {MAX_CELLS}",
+                    if cells == u64::MAX { "too many".into() } else { cells.to_string() }
+                ),
+            );
         }
         if cells * games > MAX_GAMES {
             return err("games", format!("{} games in all; at most {MAX_GAMES}", cells * games));
@@ -735,6 +747,18 @@ bot2 = "static"
         rejects(&GRID.replace("kind = \"match\"", "kind = \"match\"\ncolour = 1"), "line 4");
         rejects("name = \"x\"\nkind = \"match\"\ngames = 2\n", "match");
         rejects(&format!("{GRID}\n[sprt]\np0 = 0.6\np1 = 0.5\nalpha = 0.05\nbeta = 0.05\n"), "sprt");
+        rejects(
+            &GRID.replace("name = \"grid\"", &format!("name = \"grid\"\ndescription = \"{}\"", "x".repeat(5000))),
+            "description",
+        );
+        // Five axes of 2^13 values: 2^65 cells, which must not wrap to 2.
+        let wide = (0..8192).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        let axes: String = ["t", "bag", "a", "b", "c"].iter().map(|p| format!("\"bot1.{p}\" = [{wide}]\n")).collect();
+        let e = ExperimentSpec::parse(
+            &GRID.replace("[grid]\n\"bot1.t\" = [0.5, 1]\n\"bot1.bag\" = [20, 40, 60]\n", &format!("[grid]\n{axes}")),
+        )
+        .unwrap_err();
+        assert!(e.field == "grid" || e.field.starts_with("grid."), "{e}");
         let big = (0..40).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
         rejects(
             &format!("{GRID}\"bot2\" = [\"greedy\"]\n\"bot1.x\" = [{big}]\n").replace("\"bot1.x\"", "\"bot2.t\""),
