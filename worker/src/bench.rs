@@ -7,6 +7,7 @@ use engine::autoplay::play_leg;
 use engine::bots::BotSpec;
 use engine::eval::{OPENING_VOWEL_PENALTY, StaticEval};
 use engine::game::{Game, MIN_BAG_TO_EXCHANGE};
+use engine::gcg::{replay_deal, write_gcg};
 use engine::leaves::RackLeaves;
 use engine::movegen::{Generator, Mode, Request};
 use std::path::PathBuf;
@@ -126,6 +127,30 @@ pub fn run(a: Args) -> Result<()> {
         rollouts as f64 / secs,
         midgame.len(),
         engine::sim::BLOCK
+    ))?;
+
+    // The coordinator's check of a match upload: the batch's logged games re-played on their
+    // deals (`engine::gcg::replay_deal`), against the time the same games took to play.
+    let names = ["static", "static"];
+    let start = Instant::now();
+    let logs: Vec<(u64, String)> = (0..a.games.min(200))
+        .map(|i| {
+            let rec = play_leg(ctx, &mut bots, a.seed, i / 2, (i % 2) as usize, &mut mg);
+            (rec.deal_seed, write_gcg(&rec.game, names, &data.dist))
+        })
+        .collect();
+    let played = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    for (deal, gcg) in &logs {
+        replay_deal(gcg, ctx, *deal, names, "bench")?;
+    }
+    let replayed = start.elapsed().as_secs_f64();
+    crate::emit(&format!(
+        "upload check (re-play on the deal): {:.1} games/s against {:.1} games/s playing them, static-vs-static: \
+         {:.0}% of the playing time (1 thread)\n",
+        logs.len() as f64 / replayed,
+        logs.len() as f64 / played,
+        100.0 * replayed / played
     ))?;
 
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
