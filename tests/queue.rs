@@ -752,11 +752,12 @@ async fn match_uploads_must_be_the_batchs_games() -> Result<()> {
     assert_eq!(s, 200, "the real games are accepted: {v}");
     let w = worker_named(&coord.url, "forger").await?.unwrap();
     assert_eq!(w["rejected"], cases.len() as u64, "{w}");
-    assert_eq!(check_totals(&coord.url, v_id(&b)).await?["games"], 2 * pairs);
+    assert_eq!(check_totals(&coord.url, experiment_of(&b)).await?["games"], 2 * pairs);
     drop(coord);
     db.drop_db().await
 }
 
-fn v_id(b: &Value) -> Uuid {
+/// The experiment a claimed batch belongs to.
+fn experiment_of(b: &Value) -> Uuid {
     b["experiment_id"].as_str().unwrap().parse().unwrap()
 }

@@ -149,23 +149,19 @@ pub struct PositionView<'a> {
     pub solves: usize,
 }
 
-/// Group solves (as `solves` returns them) by position.
+/// Group solves (as `solves` returns them, with their verdicts) by position.
 pub fn positions(rows: &[SolveRow]) -> Vec<PositionView<'_>> {
     rows.chunk_by(|a, b| a.index == b.index)
         .map(|group| {
-            let claims: Vec<_> = group.iter().map(|r| (r.worker_id, r.outcome())).collect();
-            let settled = settle(&claims);
-            let who = |v: Verdict| {
-                group.iter().zip(&settled.verdicts).filter(|(_, x)| **x == v).map(|(r, _)| r.worker.as_str()).collect()
-            };
-            let first = |want: &dyn Fn(Verdict) -> bool| group.iter().zip(&settled.verdicts).find(|(_, v)| want(**v));
-            let shown = first(&|v| v == Verdict::Agrees)
-                .or_else(|| first(&|v| v != Verdict::Unverified))
-                .map_or(&group[0], |(r, _)| r);
+            let with = |v: Verdict| group.iter().filter(move |r| r.verdict == Some(v));
+            let who = |v: Verdict| with(v).map(|r| r.worker.as_str()).collect();
+            let agreeing = with(Verdict::Agrees).next();
+            let shown =
+                agreeing.or_else(|| group.iter().find(|r| r.verdict != Some(Verdict::Unverified))).unwrap_or(&group[0]);
             PositionView {
                 index: group[0].index,
                 shown,
-                agreed: settled.agreed,
+                agreed: agreeing.and_then(SolveRow::outcome),
                 agreed_by: who(Verdict::Agrees),
                 disagreed: who(Verdict::Disagrees),
                 unverified: who(Verdict::Unverified),
