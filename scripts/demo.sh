@@ -22,7 +22,8 @@ export DATABASE_URL="$pg/lexhive_demo"
 mkdir -p .demo
 running() { [[ -f .demo/coordinator.pid ]] && kill -0 "$(cat .demo/coordinator.pid)" 2>/dev/null; }
 if ! running; then
-    nohup target/release/coordinator serve --bind "127.0.0.1:$port" > .demo/coordinator.log 2>&1 &
+    # One volunteer cannot replicate its own batches: this coordinator trusts its workers.
+    nohup target/release/coordinator serve --bind "127.0.0.1:$port" --replicate-until 0 > .demo/coordinator.log 2>&1 &
     echo $! > .demo/coordinator.pid
     # It prints "listening on ..." once it serves (the first start builds the lexicon graph).
     for _ in $(seq 1 120); do grep -q "^listening on" .demo/coordinator.log && break; running || break; sleep 0.5; done

@@ -196,7 +196,7 @@ async fn ctrl_c_finishes_or_releases_the_batch() -> Result<()> {
 }
 
 /// Artifacts are verified: a lexicon or table whose bytes don't hash to the sha256 the batch
-/// names is refused by the worker, the batch fails, and after `--max-failures` it is parked
+/// names is refused by the worker, the batch fails, and after `--max-failures` owners it is parked
 /// with the reason on the experiment page. Good artifacts land in the cache under their sha256,
 /// and a damaged cached copy is fetched again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,11 +212,15 @@ async fn tampered_artifacts_are_refused() -> Result<()> {
         .await?;
     let id =
         submit(&coord.url, &token, &experiment_file(&dir.0, "m.toml", &MATCH.replace("games = 240", "games = 20")))?;
+    // Failures park a batch only when they come from different owners: two volunteers (each
+    // its own owner) must fail it.
     let mut w = volunteer(&coord.url, "careful", &dir.0.join("w"), &["--exit-when-idle"])?;
+    let mut w2 = volunteer(&coord.url, "careful-too", &dir.0.join("w2"), &["--exit-when-idle"])?;
     let exp = wait_for_status(&coord.url, id, &["failed"], Duration::from_secs(60)).await?;
     let error = exp["parked"][0]["error"].as_str().unwrap_or_default();
     assert!(error.contains("standard15.layout") && error.contains("hash"), "{exp}");
     assert!(tokio::task::block_in_place(|| w.wait())?.success());
+    assert!(tokio::task::block_in_place(|| w2.wait())?.success());
     // What did verify is cached under its sha256, the tampered file is not.
     let cached: Vec<String> = std::fs::read_dir(dir.0.join("w/cache/artifacts"))?
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

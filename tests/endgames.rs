@@ -90,7 +90,7 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
         assert_eq!(s, 422, "{v}");
         let (s, v) = post(&http, &result, Some(&liar), body).await;
         assert_eq!(s, 200, "{v}");
-        assert!(v["message"].as_str().unwrap().contains("queued for another worker"), "{v}");
+        assert!(v["message"].as_str().unwrap().contains("queued for another owner"), "{v}");
         batches.push(positions);
     }
     let [lied, limited] = [batches[0].clone(), batches[1].clone()];

@@ -84,9 +84,15 @@ pub struct Coordinator {
 }
 
 impl Coordinator {
-    /// Start on a free port with extra `serve` flags.
+    /// Start on a free port with extra `serve` flags. Unless they say `--replicate-until`,
+    /// every worker is trusted from the start and never spot-checked (most tests have one
+    /// volunteer, who could not replicate its own batches): the tests of replication say so.
     pub fn start(db_url: &str, args: &[&str]) -> Result<Self> {
-        Self::start_on(db_url, 0, args.iter().map(|s| s.to_string()).collect())
+        let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        if !args.iter().any(|a| a == "--replicate-until") {
+            args.extend(["--replicate-until", "0", "--spot-check", "0"].map(String::from));
+        }
+        Self::start_on(db_url, 0, args)
     }
 
     fn start_on(db_url: &str, port: u16, args: Vec<String>) -> Result<Self> {

@@ -318,8 +318,11 @@ async fn queue_rules() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_coordinators_side_by_side() -> Result<()> {
     let db = TestDb::create().await?;
-    let c1 = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
-    let c2 = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
+    // Each claimer here holds every batch it gets, and all register from one address.
+    let c1 =
+        Coordinator::start(&db.url, &["--batch-secs", "1", "--max-leases", "1000", "--registrations-per-hour", "0"])?;
+    let c2 =
+        Coordinator::start(&db.url, &["--batch-secs", "1", "--max-leases", "1000", "--registrations-per-hour", "0"])?;
     let researcher = researcher_token(&db.url)?;
     let (a1, a2) = (Api::new(&c1.url), Api::new(&c2.url));
     let games = 2000;
@@ -404,10 +407,9 @@ async fn claims_follow_priority_then_fairness() -> Result<()> {
     let wide = submit("wide", 40, 0, "[grid]\n\"bot2\" = [\"greedy\", \"static\"]\n").await;
     let narrow = submit("narrow", 40, 0, "").await;
     let urgent = submit("urgent", 8, 5, "").await;
-    let w = api.register("w").await;
     let mut order = Vec::new();
-    for _ in 0..14 {
-        let b = api.claim(&w, None).await;
+    for i in 0..14 {
+        let b = api.claim(&api.register(&format!("w{i}")).await, None).await;
         order.push((b["experiment_id"].as_str().unwrap().parse::<Uuid>()?, b["job"]["pairs"].as_u64().unwrap()));
     }
     // The urgent experiment's 4 pairs go first; then the others take turns.

@@ -1,5 +1,6 @@
 //! Bearer tokens. A token is 32 random bytes in hex; Postgres keeps only its sha256, with the
-//! role it grants (and the worker it belongs to, for worker tokens).
+//! role it grants (and the worker or owner it belongs to, for their tokens). Deleting the row
+//! revokes the token.
 
 use crate::AppState;
 use crate::error::Error;
@@ -11,6 +12,8 @@ use uuid::Uuid;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     Worker,
+    /// A volunteer's owner: registers workers under its name.
+    Owner,
     Researcher,
     Admin,
 }
@@ -19,6 +22,7 @@ impl Role {
     pub fn parse(s: &str) -> Option<Role> {
         match s {
             "worker" => Some(Role::Worker),
+            "owner" => Some(Role::Owner),
             "researcher" => Some(Role::Researcher),
             "admin" => Some(Role::Admin),
             _ => None,
@@ -27,6 +31,7 @@ impl Role {
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Worker => "worker",
+            Role::Owner => "owner",
             Role::Researcher => "researcher",
             Role::Admin => "admin",
         }
@@ -71,7 +76,7 @@ impl Caller {
     pub fn researcher(&self) -> Result<(), Error> {
         match self.role {
             Role::Researcher | Role::Admin => Ok(()),
-            Role::Worker => {
+            Role::Worker | Role::Owner => {
                 Err(Error::forbidden("this needs a researcher token (`coordinator token create --role researcher`)"))
             }
         }

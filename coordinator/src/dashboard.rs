@@ -597,12 +597,19 @@ pub async fn workers(State(st): State<AppState>) -> Result<Html<String>> {
     let list = crate::workers::list(&st.db).await?;
     let body = html! {
         table #workers {
-            tr { th { "name" } th { "threads" } th { "last seen" } th { "games or positions" } th { "batches" } th { "games/s" } th { "refused uploads" } th { "working on" } }
+            tr {
+                th { "name" } th { "owner" } th { "threads" } th { "last seen" } th { "games or positions" } th { "batches" } th { "games/s" }
+                th title="batches whose result another owner's replica matched" { "validated" }
+                th title="replicas that disagreed with this worker" { "mismatches" }
+                th { "refused uploads" } th { "standing" } th { "working on" }
+            }
             @for w in &list {
-                tr.worker {
-                    td { (w.name) } td { (w.threads) } td { (ago(w.last_seen)) } td.games { (w.games) } td { (w.batches) }
+                tr.worker data-quarantined=(w.quarantine_reason.is_some()) {
+                    td { (w.name) } td { (w.owner) } td { (w.threads) } td { (ago(w.last_seen)) } td.games { (w.games) } td { (w.batches) }
                     td { (w.games_per_sec.map_or("–".into(), |g| format!("{g:.1}"))) }
+                    td.validated { (w.validated) } td.mismatches { (w.mismatches) }
                     td.rejected { (w.rejected) }
+                    td.standing { @match &w.quarantine_reason { Some(r) => { "quarantined: " (r) }, None => "good" } }
                     td { @if w.leased_batches > 0 { (w.leased_batches) " batch(es)" } @else { "idle" } }
                 }
             }

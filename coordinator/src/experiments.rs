@@ -258,17 +258,25 @@ pub struct History {
 const BUCKETS: i64 = 60;
 
 pub async fn history(db: &sqlx::PgPool, id: Uuid, cells: usize) -> Result<History> {
-    let rows: Vec<(i32, Db<shared::protocol::JobResult>, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT c.idx, r.result, r.received_at FROM batch_results r JOIN cells c ON c.id = r.cell_id WHERE r.experiment_id = $1 ORDER BY r.received_at, r.batch_id",
-    )
-    .bind(id)
-    .fetch_all(db)
-    .await?;
+    let cell_index: std::collections::HashMap<Uuid, i32> =
+        sqlx::query_as("SELECT id, idx FROM cells WHERE experiment_id = $1")
+            .bind(id)
+            .fetch_all(db)
+            .await?
+            .into_iter()
+            .collect();
+    let mut counted: Vec<crate::results::RecordedBatch> =
+        sqlx::query_as(crate::results::counted_results!("r.experiment_id = $1")).bind(id).fetch_all(db).await?;
+    counted.sort_by_key(|r| (r.received_at, r.batch_id));
+    let rows: Vec<(i32, Db<shared::protocol::JobResult>, DateTime<Utc>)> = counted
+        .into_iter()
+        .map(|r| (cell_index.get(&r.cell_id).copied().unwrap_or(-1), r.result, r.received_at))
+        .collect();
     let mut sums = vec![MatchTally::default(); cells];
     let mut convergence = vec![Vec::new(); cells];
     for (idx, Db(r), _) in &rows {
         let shared::protocol::JobResult::Match(t) = r else { continue };
-        let Some(sum) = sums.get_mut(*idx as usize) else { continue };
+        let Some(sum) = usize::try_from(*idx).ok().and_then(|i| sums.get_mut(i)) else { continue };
         sum.merge(t);
         if let Some(rate) = sum.win_rate() {
             convergence[*idx as usize].push((sum.games, rate));

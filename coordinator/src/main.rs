@@ -8,7 +8,10 @@ mod dashboard;
 mod endgames;
 mod error;
 mod experiments;
+mod owners;
+mod quarantine;
 mod queue;
+mod replicas;
 mod results;
 mod verify;
 mod workers;
@@ -44,6 +47,16 @@ enum Cmd {
         #[command(subcommand)]
         cmd: TokenCmd,
     },
+    /// Owners (the people behind volunteers): list, invite, ban.
+    Owner {
+        #[command(subcommand)]
+        cmd: OwnerCmd,
+    },
+    /// Volunteers: list, revoke, quarantine.
+    Worker {
+        #[command(subcommand)]
+        cmd: WorkerCmd,
+    },
     /// Recompute every cell's totals from its stored batch results and report differences.
     Recompute {
         /// Only this experiment.
@@ -75,6 +88,38 @@ enum TokenCmd {
     },
 }
 
+#[derive(Subcommand)]
+enum OwnerCmd {
+    /// Every owner with its workers' standing (validated batches, mismatches, refused uploads).
+    List,
+    /// Create an invitation code for `--registration invite` (last line of stdout).
+    Invite,
+    /// Ban an owner: revoke its and its workers' tokens, quarantine its workers and withdraw
+    /// everything they contributed (their batches are redone by others).
+    Ban {
+        /// The owner's name.
+        name: String,
+        /// Why, kept with the owner and shown with its workers.
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum WorkerCmd {
+    /// Every worker with its owner and standing.
+    List,
+    /// Revoke a worker's token.
+    Revoke { id: uuid::Uuid },
+    /// Quarantine a worker: no more work, and everything it contributed withdrawn and redone.
+    Quarantine {
+        id: uuid::Uuid,
+        /// Why, shown on the workers page and to the worker.
+        #[arg(long)]
+        reason: String,
+    },
+}
+
 #[derive(clap::Args, Clone, Debug)]
 pub struct ServeArgs {
     /// Address to listen on.
@@ -100,6 +145,30 @@ pub struct ServeArgs {
     /// only for load tests of the queue with made-up uploads.
     #[arg(long, env = "LEXHIVE_VERIFY_FRACTION", default_value_t = 1.0, value_parser = fraction)]
     verify_fraction: f64,
+    /// Who may register owners and workers: anyone, or owners with an invitation code
+    /// (`coordinator owner invite`) and their workers.
+    #[arg(long, env = "LEXHIVE_REGISTRATION", value_enum, default_value_t = owners::Registration::Open)]
+    registration: owners::Registration,
+    /// Owners and workers one address may register per hour (0: no limit, for load tests).
+    #[arg(long, env = "LEXHIVE_REGISTRATIONS_PER_HOUR", default_value_t = 30)]
+    registrations_per_hour: u32,
+    /// Most batches one worker holds at once. A volunteer plays one batch at a time on all its
+    /// threads (batches are sized to its measured speed), so 2 leaves room for one whose upload
+    /// is still on its way; a token that claims and only heartbeats holds no more.
+    #[arg(long, env = "LEXHIVE_MAX_LEASES", default_value_t = 2)]
+    max_leases: u32,
+    /// Seconds after a claim when a lease ends whatever its heartbeats say (the batch goes to
+    /// another owner and the holder's owner is charged a failure).
+    #[arg(long, env = "LEXHIVE_DEADLINE_SECS", default_value_t = 1800)]
+    deadline_secs: u64,
+    /// Batches of a worker replicated by another owner before its results are taken alone:
+    /// every batch of a new worker is validated by a replica until this many matched. 0
+    /// trusts every worker from the start: only for a coordinator of your own machines.
+    #[arg(long, env = "LEXHIVE_REPLICATE_UNTIL", default_value_t = 10)]
+    replicate_until: u64,
+    /// Share of a trusted worker's batches replicated anyway, at random.
+    #[arg(long, env = "LEXHIVE_SPOT_CHECK", default_value_t = 0.05, value_parser = fraction)]
+    spot_check: f64,
     /// Largest database connection pool.
     #[arg(long, env = "LEXHIVE_DB_POOL", default_value_t = 16)]
     db_pool: u32,
@@ -169,6 +238,7 @@ pub fn router(state: AppState) -> Router {
         .route("/experiments/{id}/endgames", get(endgames::api_solves))
         .route("/workers", get(workers::api_list))
         .route("/workers/register", post(queue::register))
+        .route("/owners", post(owners::register))
         .route("/claim", post(queue::claim))
         .route("/batches/{id}/heartbeat", post(queue::heartbeat))
         .route("/batches/{id}/release", post(queue::release))
@@ -203,21 +273,37 @@ async fn serve(url: Option<&str>, args: ServeArgs) -> Result<()> {
     let listener =
         tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("cannot listen on {}", args.bind))?;
     let state = AppState { db: db.clone(), cfg: Arc::new(args.clone()), rules: verify::RulesCache::default() };
-    let reaper = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(args.reap_secs.max(1)));
-        loop {
-            tick.tick().await;
-            if let Err(e) = queue::reap(&db, args.max_failures).await {
-                tracing::warn!(error = %e.message, "reaper");
-            }
-        }
-    });
+    let reaper = tokio::spawn(reaper(db, args));
     tracing::info!(bind = %listener.local_addr()?, "serving");
     // Stdout line for scripts and tests that wait for the port.
     println!("listening on http://{}", listener.local_addr()?);
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown()).await?;
+    axum::serve(listener, router(state).into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown())
+        .await?;
     reaper.abort();
     Ok(())
+}
+
+/// Return expired leases to the queue, but never while Postgres may have kept workers from
+/// heartbeating: only once it has answered this process continuously for a lease period (after
+/// the process starts, and after any failed query). An outage of the coordinator's own database
+/// is not the workers' failure, and work finished during it is accepted when it returns.
+async fn reaper(db: sqlx::PgPool, args: ServeArgs) {
+    let grace = Duration::from_secs(args.lease_secs);
+    let mut healthy_since = std::time::Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs(args.reap_secs.max(1)));
+    loop {
+        tick.tick().await;
+        let done = if healthy_since.elapsed() < grace {
+            sqlx::query("SELECT 1").execute(&db).await.map(drop).map_err(error::Error::from)
+        } else {
+            queue::reap(&db, args.max_failures).await.map(drop)
+        };
+        if let Err(e) = done {
+            tracing::warn!(error = %e.message, "reaper: the database is not answering; no lease expires until it has answered for a lease period");
+            healthy_since = std::time::Instant::now();
+        }
+    }
 }
 
 async fn shutdown() {
@@ -244,6 +330,70 @@ async fn run(cli: Cli) -> Result<()> {
             MIGRATOR.run(&db).await.context("applying migrations")?;
             let role = auth::Role::parse(&role).context("role")?;
             println!("{}", auth::create(&db, role, None).await?);
+        }
+        Cmd::Owner { cmd } => {
+            let db = connect(url, 2).await?;
+            MIGRATOR.run(&db).await.context("applying migrations")?;
+            match cmd {
+                OwnerCmd::List => {
+                    println!(
+                        "{:<36}  {:<24} {:>7} {:>9} {:>10} {:>8} {:>11}  banned",
+                        "id", "name", "workers", "validated", "mismatches", "refused", "quarantined"
+                    );
+                    for o in owners::list(&db).await? {
+                        println!(
+                            "{:<36}  {:<24} {:>7} {:>9} {:>10} {:>8} {:>11}  {}",
+                            o.id,
+                            o.name,
+                            o.workers,
+                            o.validated,
+                            o.mismatches,
+                            o.rejected,
+                            o.quarantined,
+                            if o.banned { "yes" } else { "" }
+                        );
+                    }
+                }
+                OwnerCmd::Invite => println!("{}", owners::invite(&db).await?),
+                OwnerCmd::Ban { name, reason } => {
+                    let n = owners::ban(&db, &name, &reason).await.map_err(|e| anyhow::anyhow!(e.message))?;
+                    println!("owner `{name}` banned; {n} workers quarantined and their results withdrawn");
+                }
+            }
+        }
+        Cmd::Worker { cmd } => {
+            let db = connect(url, 2).await?;
+            MIGRATOR.run(&db).await.context("applying migrations")?;
+            match cmd {
+                WorkerCmd::List => {
+                    println!(
+                        "{:<36}  {:<24} {:<24} {:>9} {:>10} {:>8}  quarantined",
+                        "id", "name", "owner", "validated", "mismatches", "refused"
+                    );
+                    for w in workers::list(&db).await.map_err(|e| anyhow::anyhow!(e.message))? {
+                        println!(
+                            "{:<36}  {:<24} {:<24} {:>9} {:>10} {:>8}  {}",
+                            w.id,
+                            w.name,
+                            w.owner,
+                            w.validated,
+                            w.mismatches,
+                            w.rejected,
+                            w.quarantine_reason.as_deref().unwrap_or("")
+                        );
+                    }
+                }
+                WorkerCmd::Revoke { id } => {
+                    match owners::revoke_worker(&db, id).await.map_err(|e| anyhow::anyhow!(e.message))? {
+                        0 => anyhow::bail!("worker {id} has no token (unknown, or already revoked)"),
+                        _ => println!("worker {id}: token revoked"),
+                    }
+                }
+                WorkerCmd::Quarantine { id, reason } => {
+                    owners::quarantine_worker(&db, id, &reason).await.map_err(|e| anyhow::anyhow!(e.message))?;
+                    println!("worker {id} quarantined; its results were withdrawn and their batches queued again");
+                }
+            }
         }
         Cmd::Recompute { experiment } => {
             let db = connect(url, 2).await?;

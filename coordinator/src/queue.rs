@@ -7,11 +7,17 @@
 //! - A cell's units of work (`JobKind::unit`) `0..next_unit` are covered by its batches
 //!   exactly once; new batches are carved from `next_unit` at claim time, sized for the
 //!   claiming worker's rate for the cell's kind.
-//! - A batch that expired or failed `max_failures` times is parked, and its cell fails.
+//! - A batch goes only to workers whose owner is not in its `exclude_owners` (owners that
+//!   failed it, let it expire, or uploaded it already: a replica must come from someone else).
+//! - A batch that `max_failures` different owners failed or let expire is parked, and its cell
+//!   fails. Failures from one owner never park a batch.
+//! - A worker holds at most `max_leases` batches; a lease ends at the batch's deadline whatever
+//!   the heartbeats say. A quarantined worker gets no work.
 
 use crate::AppState;
 use crate::auth::{self, Caller, Role};
 use crate::error::{Error, Result};
+use crate::owners::{self, Peer, Registration};
 use axum::Json;
 use axum::extract::{Path, State};
 use shared::PROTOCOL_VERSION;
@@ -21,8 +27,6 @@ use sqlx::types::Json as Db;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-/// Longest worker name.
-const MAX_NAME: usize = 64;
 /// Most units in one batch, whatever the worker's speed: 10,000 pairs are 20,000 games, about
 /// 18 MB of compressed logs (~0.9 KB a game), well under the default 64 MiB upload cap.
 const MAX_UNITS: i64 = 10_000;
@@ -57,24 +61,48 @@ fn check_kinds(names: &[String]) -> Result<Vec<String>> {
     Ok(kind_names(&kinds))
 }
 
-/// `POST /api/v1/workers/register`: open to anyone; returns a worker token.
-pub async fn register(State(st): State<AppState>, Json(r): Json<RegisterRequest>) -> Result<Json<RegisterResponse>> {
+/// `POST /api/v1/workers/register`: returns a worker token. With an owner token the worker
+/// joins that owner; without one (open registration only) it gets an owner of its own.
+pub async fn register(
+    State(st): State<AppState>,
+    peer: Peer,
+    Json(r): Json<RegisterRequest>,
+) -> Result<Json<RegisterResponse>> {
     check_protocol(r.protocol)?;
-    let name = r.name.trim();
-    if name.is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control) {
-        return Err(Error::unprocessable(format!("name: must be 1 to {MAX_NAME} printable characters")));
-    }
+    let name = owners::check_name("name", &r.name)?;
     let threads = r.threads.clamp(1, 4096) as i32;
     let kinds = check_kinds(&r.kinds)?;
+    owners::check_rate(&st.db, &peer, st.cfg.registrations_per_hour).await?;
     let id = Uuid::new_v4();
     let mut tx = st.db.begin().await?;
-    sqlx::query("INSERT INTO workers (id, name, threads, kinds) VALUES ($1, $2, $3, $4)")
-        .bind(id)
-        .bind(name)
-        .bind(threads)
-        .bind(&kinds)
-        .execute(&mut *tx)
-        .await?;
+    let owner = match (&r.owner_token, st.cfg.registration) {
+        (Some(t), _) => owners::by_token(&mut *tx, t).await?,
+        (None, Registration::Open) => {
+            owners::create(&mut tx, &format!("anonymous-{}", &id.simple().to_string()[..12]), peer.0).await?
+        }
+        (None, Registration::Invite) => {
+            return Err(Error::unauthorized(
+                "owner_token: registration here is by invitation; register an owner with its invitation code, then its workers with the owner's token",
+            ));
+        }
+    };
+    let inserted = sqlx::query(
+        "INSERT INTO workers (id, name, threads, kinds, owner_id, created_from) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (owner_id, lower(name)) DO NOTHING",
+    )
+    .bind(id)
+    .bind(name)
+    .bind(threads)
+    .bind(&kinds)
+    .bind(owner)
+    .bind(peer.0.map(|a| a.to_string()))
+    .execute(&mut *tx)
+    .await?;
+    if inserted.rows_affected() == 0 {
+        return Err(Error::conflict(format!(
+            "name: this owner already has a worker named `{name}`; give this one another name (--name)"
+        )));
+    }
     let token = auth::new_token();
     sqlx::query("INSERT INTO tokens (hash, role, worker_id) VALUES ($1, $2, $3)")
         .bind(auth::hash(&token))
@@ -83,7 +111,7 @@ pub async fn register(State(st): State<AppState>, Json(r): Json<RegisterRequest>
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    tracing::info!(worker = %id, name, threads, "worker registered");
+    tracing::info!(worker = %id, %owner, name, threads, "worker registered");
     Ok(Json(RegisterResponse { worker_id: id, token }))
 }
 
@@ -105,20 +133,43 @@ pub async fn claim(
         .map(|(k, v)| (k.clone(), *v))
         .collect();
     let lease_secs = st.cfg.lease_secs as f64;
+    let deadline_secs = st.cfg.deadline_secs.max(st.cfg.lease_secs) as f64;
     let mut tx = st.db.begin().await?;
-    sqlx::query("UPDATE workers SET last_seen = now(), threads = $2, kinds = $3, rates = $4 WHERE id = $1")
-        .bind(worker)
-        .bind(threads)
-        .bind(&kinds)
-        .bind(Db(&rates))
-        .execute(&mut *tx)
-        .await?;
+    #[derive(sqlx::FromRow)]
+    struct Me {
+        owner_id: Uuid,
+        quarantine_reason: Option<String>,
+        quarantined: bool,
+        leased: i64,
+    }
+    let me: Me = sqlx::query_as(
+        "UPDATE workers SET last_seen = now(), threads = $2, kinds = $3, rates = $4 WHERE id = $1
+         RETURNING owner_id, quarantine_reason, quarantined_at IS NOT NULL AS quarantined,
+                   (SELECT count(*) FROM batches WHERE lease_owner = $1 AND state = 'leased') AS leased",
+    )
+    .bind(worker)
+    .bind(threads)
+    .bind(&kinds)
+    .bind(Db(&rates))
+    .fetch_one(&mut *tx)
+    .await?;
+    if me.quarantined {
+        return Err(Error::forbidden(format!(
+            "this worker is quarantined ({}); its results were withdrawn. Ask the coordinator's operator",
+            me.quarantine_reason.unwrap_or_default()
+        )));
+    }
+    if me.leased >= st.cfg.max_leases as i64 {
+        tx.commit().await?;
+        return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS }));
+    }
     let lease = Uuid::new_v4();
-    // Batches put back in the queue (expired, released) go first: they are oldest work.
+    // Batches put back in the queue (expired, released, awaiting a replica) go first: they are
+    // oldest work. Never to an owner that failed one or already uploaded it.
     let requeued: Option<(Uuid,)> = sqlx::query_as(
         "UPDATE batches SET state = 'leased', lease_id = $1, lease_owner = $2, lease_expires = now() + make_interval(secs => $3),
-                leases = leases + 1, updated_at = now()
-         WHERE id = (SELECT id FROM batches WHERE state = 'queued' AND NOT ($2 = ANY (coalesce(exclude_workers, '{}')))
+                deadline = now() + make_interval(secs => $6), leases = leases + 1, updated_at = now()
+         WHERE id = (SELECT id FROM batches WHERE state = 'queued' AND NOT ($5 = ANY (exclude_owners))
                        AND experiment_id IN (SELECT id FROM experiments WHERE kind = ANY ($4))
                      ORDER BY priority DESC, created_at FOR NO KEY UPDATE SKIP LOCKED LIMIT 1)
          RETURNING id",
@@ -127,13 +178,15 @@ pub async fn claim(
     .bind(worker)
     .bind(lease_secs)
     .bind(&kinds)
+    .bind(me.owner_id)
+    .bind(deadline_secs)
     .fetch_optional(&mut *tx)
     .await?;
     let batch = match requeued {
         Some((id,)) => Some(id),
         None => {
             let worker = Claimer { id: worker, threads, kinds: &kinds, rates: &rates };
-            carve(&mut tx, &worker, lease, lease_secs, st.cfg.batch_secs).await?
+            carve(&mut tx, &worker, lease, [lease_secs, deadline_secs], st.cfg.batch_secs).await?
         }
     };
     let Some(batch) = batch else {
@@ -193,7 +246,7 @@ async fn carve(
     tx: &mut Transaction<'_, Postgres>,
     worker: &Claimer<'_>,
     lease: Uuid,
-    lease_secs: f64,
+    [lease_secs, deadline_secs]: [f64; 2],
     batch_secs: u64,
 ) -> Result<Option<Uuid>> {
     // Skip cells other claims hold; if every runnable cell is held, wait for one rather than
@@ -238,8 +291,8 @@ async fn carve(
         .await?;
     let id = Uuid::new_v4();
     sqlx::query(
-        "INSERT INTO batches (id, cell_id, experiment_id, first_unit, units, priority, state, leases, lease_id, lease_owner, lease_expires)
-         VALUES ($1, $2, $3, $4, $5, $6, 'leased', 1, $7, $8, now() + make_interval(secs => $9))",
+        "INSERT INTO batches (id, cell_id, experiment_id, first_unit, units, priority, state, leases, lease_id, lease_owner, lease_expires, deadline)
+         VALUES ($1, $2, $3, $4, $5, $6, 'leased', 1, $7, $8, now() + make_interval(secs => $9), now() + make_interval(secs => $10))",
     )
     .bind(id)
     .bind(cell)
@@ -250,6 +303,7 @@ async fn carve(
     .bind(lease)
     .bind(worker.id)
     .bind(lease_secs)
+    .bind(deadline_secs)
     .execute(&mut **tx)
     .await?;
     Ok(Some(id))
@@ -351,7 +405,7 @@ pub async fn lease_error(db: impl sqlx::PgExecutor<'_>, batch: Uuid, lease: Uuid
     }
 }
 
-/// `POST /api/v1/batches/{id}/heartbeat`: extend the lease.
+/// `POST /api/v1/batches/{id}/heartbeat`: extend the lease, never past the batch's deadline.
 pub async fn heartbeat(
     State(st): State<AppState>,
     caller: Caller,
@@ -360,7 +414,7 @@ pub async fn heartbeat(
 ) -> Result<Json<HeartbeatResponse>> {
     let worker = caller.worker()?;
     let row: Option<(String,)> = sqlx::query_as(
-        "UPDATE batches b SET lease_expires = now() + make_interval(secs => $4), updated_at = now()
+        "UPDATE batches b SET lease_expires = least(now() + make_interval(secs => $4), coalesce(b.deadline, 'infinity')), updated_at = now()
          FROM cells c WHERE b.id = $1 AND b.lease_id = $2 AND b.lease_owner = $3 AND b.state = 'leased' AND c.id = b.cell_id
          RETURNING c.status",
     )
@@ -399,7 +453,21 @@ pub async fn release(
     Ok(Json(serde_json::json!({ "released": batch, "state": state })))
 }
 
-/// `POST /api/v1/batches/{id}/fail`: the worker could not play the batch.
+/// The `SET` list that counts a failure of the lease holder (joined as `w`) against batch `b`:
+/// its owner may not take the batch again, and the batch is parked once `$max` different owners
+/// have failed it (one owner failing it many times proves nothing about the batch).
+macro_rules! count_failure {
+    ($max:literal) => {
+        concat!("failures = b.failures + 1,
+         failed_owners = CASE WHEN w.owner_id = ANY (b.failed_owners) THEN b.failed_owners ELSE b.failed_owners || w.owner_id END,
+         exclude_owners = CASE WHEN w.owner_id = ANY (b.exclude_owners) THEN b.exclude_owners ELSE b.exclude_owners || w.owner_id END,
+         state = CASE WHEN cardinality(b.failed_owners) + (NOT w.owner_id = ANY (b.failed_owners))::int >= ", $max, " THEN 'parked' ELSE 'queued' END,
+         lease_id = NULL, lease_owner = NULL, lease_expires = NULL, deadline = NULL, updated_at = now()")
+    };
+}
+
+/// `POST /api/v1/batches/{id}/fail`: the worker could not play the batch. It goes to another
+/// owner's worker.
 pub async fn fail(
     State(st): State<AppState>,
     caller: Caller,
@@ -409,13 +477,13 @@ pub async fn fail(
     let worker = caller.worker()?;
     let error: String = r.error.chars().take(2000).collect();
     let mut tx = st.db.begin().await?;
-    let row: Option<(Uuid, String)> = sqlx::query_as(
-        "UPDATE batches SET failures = failures + 1, last_error = $4,
-                state = CASE WHEN failures + 1 >= $5 THEN 'parked' ELSE 'queued' END,
-                lease_id = NULL, lease_owner = NULL, lease_expires = NULL, updated_at = now()
-         WHERE id = $1 AND lease_id = $2 AND lease_owner = $3 AND state = 'leased'
-         RETURNING cell_id, state",
-    )
+    let row: Option<(Uuid, String)> = sqlx::query_as(concat!(
+        "UPDATE batches b SET ",
+        count_failure!("$5"),
+        ", last_error = $4
+         FROM workers w WHERE w.id = b.lease_owner AND b.id = $1 AND b.lease_id = $2 AND b.lease_owner = $3 AND b.state = 'leased'
+         RETURNING b.cell_id, b.state",
+    ))
     .bind(batch)
     .bind(r.lease_id)
     .bind(worker)
@@ -434,7 +502,7 @@ pub async fn fail(
 
 /// A parked batch means its cell cannot reach its target: fail the cell, cancel its queued
 /// batches, and settle the experiment if nothing else runs.
-async fn park_cell(tx: &mut Transaction<'_, Postgres>, cell: Uuid) -> Result<()> {
+pub async fn park_cell(tx: &mut Transaction<'_, Postgres>, cell: Uuid) -> Result<()> {
     let experiment: Option<(Uuid,)> = sqlx::query_as(
         "UPDATE cells SET status = 'failed', stop_reason = 'a batch failed too often (see parked batches)' WHERE id = $1 AND status = 'running' RETURNING experiment_id",
     )
@@ -465,8 +533,9 @@ pub async fn settle_experiment(tx: &mut Transaction<'_, Postgres>, experiment: U
     Ok(())
 }
 
-/// Return expired leases to the queue (parking those that expired too often). Safe to run in
-/// every coordinator at once.
+/// Return expired leases (and batches past their deadline) to the queue, for another owner,
+/// parking those that enough owners let expire. Safe to run in every coordinator at once; the
+/// caller holds it back after a database outage (`Reaper`).
 pub async fn reap(db: &sqlx::PgPool, max_failures: u32) -> Result<u64> {
     let mut tx = db.begin().await?;
     #[derive(sqlx::FromRow)]
@@ -475,14 +544,15 @@ pub async fn reap(db: &sqlx::PgPool, max_failures: u32) -> Result<u64> {
         cell_id: Uuid,
         state: String,
     }
-    let rows: Vec<Expired> = sqlx::query_as(
-        "UPDATE batches SET failures = failures + 1,
-                last_error = 'lease expired: worker ' || lease_owner::text || ' stopped heartbeating',
-                state = CASE WHEN failures + 1 >= $1 THEN 'parked' ELSE 'queued' END,
-                lease_id = NULL, lease_owner = NULL, lease_expires = NULL, updated_at = now()
-         WHERE id IN (SELECT id FROM batches WHERE state = 'leased' AND lease_expires < now() FOR UPDATE SKIP LOCKED)
-         RETURNING id, cell_id, state",
-    )
+    let rows: Vec<Expired> = sqlx::query_as(concat!(
+        "UPDATE batches b SET ",
+        count_failure!("$1"),
+        ", last_error = CASE WHEN b.deadline <= now() THEN 'deadline passed: worker ' || w.id::text || ' held the batch too long'
+                           ELSE 'lease expired: worker ' || w.id::text || ' stopped heartbeating' END
+         FROM workers w
+         WHERE w.id = b.lease_owner AND b.id IN (SELECT id FROM batches WHERE state = 'leased' AND lease_expires < now() FOR UPDATE SKIP LOCKED)
+         RETURNING b.id, b.cell_id, b.state",
+    ))
     .bind(max_failures as i32)
     .fetch_all(&mut *tx)
     .await?;

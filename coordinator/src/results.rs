@@ -6,6 +6,7 @@ use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::experiments::sprt_reason;
 use crate::queue::{lease_error, settle_experiment};
+use crate::replicas;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::header;
@@ -122,8 +123,10 @@ struct BatchRow {
     first_unit: i64,
     units: i64,
     positions: Option<Vec<i64>>,
-    exclude_workers: Option<Vec<Uuid>>,
+    exclude_owners: Vec<Uuid>,
     priority: i32,
+    /// The cell's bots (match cells only).
+    bots: Option<Db<[String; 2]>>,
     /// The experiment's job kind.
     kind: String,
     /// The experiment's artifacts.
@@ -156,8 +159,9 @@ pub async fn upload(
     let mut tx = st.db.begin().await?;
     let row: Option<BatchRow> = sqlx::query_as(
         "SELECT b.state, b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.first_unit, b.units, b.positions,
-                    b.exclude_workers, b.priority, e.kind, e.artifacts
-             FROM batches b JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1 FOR NO KEY UPDATE OF b",
+                    b.exclude_owners, b.priority, e.kind, e.artifacts, c.bots
+             FROM batches b JOIN experiments e ON e.id = b.experiment_id JOIN cells c ON c.id = b.cell_id
+             WHERE b.id = $1 FOR NO KEY UPDATE OF b",
     )
     .bind(batch)
     .fetch_optional(&mut *tx)
@@ -167,23 +171,19 @@ pub async fn upload(
     };
     let (state, lease, owner, cell, experiment, units) =
         (b.state.clone(), b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.units);
-    #[derive(sqlx::FromRow)]
-    struct Recorded {
-        lease_id: Uuid,
-        worker_id: Uuid,
-    }
-    let done: Option<Recorded> = sqlx::query_as("SELECT lease_id, worker_id FROM batch_results WHERE batch_id = $1")
-        .bind(batch)
-        .fetch_optional(&mut *tx)
-        .await?;
-    if let Some(done) = done {
-        if done.lease_id == u.lease_id && done.worker_id != worker {
+    // A batch holds one result per lease (the first and its replicas): a repeat under the
+    // same lease changes nothing.
+    let done: Option<(Uuid,)> =
+        sqlx::query_as("SELECT worker_id FROM batch_results WHERE batch_id = $1 AND lease_id = $2")
+            .bind(batch)
+            .bind(u.lease_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if let Some((by,)) = done {
+        if by != worker {
             return Err(Error::forbidden("this lease belongs to another worker"));
         }
-        if done.lease_id == u.lease_id {
-            return Ok(Json(UploadResponse { accepted: false, message: "already recorded; nothing changed".into() }));
-        }
-        return Err(Error::conflict(format!("batch {batch} was already completed under another lease")));
+        return Ok(Json(UploadResponse { accepted: false, message: "already recorded; nothing changed".into() }));
     }
     if state != "leased" || lease != Some(u.lease_id) {
         return Err(lease_error(&mut *tx, batch, u.lease_id, worker).await);
@@ -240,13 +240,22 @@ pub async fn upload(
             w.games
         }
     };
+    let (owner, validated): (Uuid, i64) = sqlx::query_as("SELECT owner_id, validated FROM workers WHERE id = $1")
+        .bind(worker)
+        .fetch_one(&mut *tx)
+        .await?;
+    let digest = replicas::digest(&u.result, &u.logs.gcg_sha256);
+    // Endgame batches are checked position by position (`record_endgames`), not replicated whole.
+    let state = if matches!(u.result, JobResult::Endgame(_)) { "valid" } else { "pending" };
     sqlx::query(
-        "INSERT INTO batch_results (batch_id, lease_id, worker_id, cell_id, experiment_id, result, games, elapsed_ms, gcg_gz, gcg_sha256, csv_gz, csv_sha256)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        "INSERT INTO batch_results (batch_id, lease_id, worker_id, owner_id, cell_id, experiment_id, result, games, elapsed_ms,
+                                    gcg_gz, gcg_sha256, csv_gz, csv_sha256, state, digest)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
     )
     .bind(batch)
     .bind(u.lease_id)
     .bind(worker)
+    .bind(owner)
     .bind(cell)
     .bind(experiment)
     .bind(Db(&u.result))
@@ -256,12 +265,10 @@ pub async fn upload(
     .bind(&u.logs.gcg_sha256)
     .bind(&csv)
     .bind(&u.logs.csv_sha256)
+    .bind(state)
+    .bind(&digest)
     .execute(&mut *tx)
     .await?;
-    sqlx::query("UPDATE batches SET state = 'done', lease_expires = NULL, updated_at = now() WHERE id = $1")
-        .bind(batch)
-        .execute(&mut *tx)
-        .await?;
     // Games per second, for the workers page: of games only (an endgame batch's positions
     // are another unit; workers size their batches by their own rate per kind).
     let gps = u.result.kind().plays_games().then(|| games as f64 / (u.elapsed_ms.max(1) as f64 / 1000.0));
@@ -274,45 +281,197 @@ pub async fn upload(
     .bind(gps)
     .execute(&mut *tx)
     .await?;
+    let trusted = validated >= st.cfg.replicate_until as i64;
+    let policy = Policy::of(&st.cfg);
     let message = match &u.result {
-        JobResult::Match(tally) => {
-            record_in_cell(&mut tx, cell, units, Some(tally)).await?;
-            format!("recorded {games} games")
-        }
         JobResult::Endgame(report) => {
-            let checks = record_endgames(&mut tx, batch, &b, worker, &report.solved).await?;
-            record_in_cell(&mut tx, cell, units, None).await?;
+            let checks = record_endgames(&mut tx, batch, &b, owner, trusted, &report.solved).await?;
+            mark_done(&mut tx, batch).await?;
+            record_in_cell(&mut tx, cell, units, None, policy).await?;
             format!("recorded {games} positions{checks}")
         }
-        JobResult::Wintable(_) => {
-            if record_in_cell(&mut tx, cell, units, None).await? {
-                let sha = fit_wintable(&mut tx, experiment).await?;
-                format!("recorded {games} games; the experiment's table is artifact {sha}")
-            } else {
-                format!("recorded {games} games")
-            }
+        JobResult::Match(_) | JobResult::Wintable(_) => {
+            // Bots with time budgets play differently on every machine: their batches are
+            // validated by re-playing their games only (`verify`).
+            let deterministic = b.bots.as_ref().is_none_or(|Db(bots)| {
+                bots.iter().all(|b| engine::bots::BotSpec::parse(b).is_ok_and(|s| s.deterministic()))
+            });
+            let alone =
+                !deterministic || !replicas::wants_replica(validated, st.cfg.replicate_until, st.cfg.spot_check);
+            settle_batch(&mut tx, batch, owner, alone, policy).await?
         }
     };
     tx.commit().await?;
     Ok(Json(UploadResponse { accepted: true, message }))
 }
 
+/// What recording needs to know of the coordinator's trust settings.
+#[derive(Clone, Copy)]
+pub struct Policy {
+    /// Owners whose validated results a cell needs before an SPRT may stop it: 2, or 1 when
+    /// every worker is trusted from the start (a coordinator of one's own machines).
+    min_owners: i64,
+}
+
+impl Policy {
+    pub fn of(cfg: &crate::ServeArgs) -> Self {
+        Policy { min_owners: if cfg.replicate_until == 0 { 1 } else { 2 } }
+    }
+}
+
+async fn mark_done(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, batch: Uuid) -> Result<()> {
+    sqlx::query(
+        "UPDATE batches SET state = 'done', lease_id = NULL, lease_owner = NULL, lease_expires = NULL, deadline = NULL, updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(batch)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Weigh a match or win-table batch's results after a new one (`replicas::judge`): credit the
+/// agreed result to its cell once, mark the others wrong and quarantine their workers; or put
+/// the batch back in the queue for another owner's replica. Returns the worker's message.
+async fn settle_batch(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    batch: Uuid,
+    uploader: Uuid,
+    alone: bool,
+    policy: Policy,
+) -> Result<String> {
+    #[derive(sqlx::FromRow)]
+    struct Live {
+        lease_id: Uuid,
+        worker_id: Uuid,
+        owner_id: Uuid,
+        digest: String,
+        state: String,
+        result: Db<JobResult>,
+    }
+    let rows: Vec<Live> = sqlx::query_as(
+        "SELECT lease_id, worker_id, owner_id, digest, state, result FROM batch_results
+         WHERE batch_id = $1 AND state IN ('pending', 'valid') ORDER BY received_at, lease_id",
+    )
+    .bind(batch)
+    .fetch_all(&mut **tx)
+    .await?;
+    let claims: Vec<replicas::Claim> =
+        rows.iter().map(|r| replicas::Claim { owner: r.owner_id, digest: &r.digest }).collect();
+    let (cell, units, state): (Uuid, i64, String) =
+        sqlx::query_as("SELECT cell_id, units, state FROM batches WHERE id = $1")
+            .bind(batch)
+            .fetch_one(&mut **tx)
+            .await?;
+    match replicas::judge(&claims, alone) {
+        replicas::Judgement::Valid(agreed) => {
+            let replicated = rows.iter().filter(|r| r.digest == agreed).count() > 1;
+            let mut wrong = Vec::new();
+            for r in &rows {
+                let now = if r.digest == agreed { "valid" } else { "wrong" };
+                if now != r.state {
+                    sqlx::query("UPDATE batch_results SET state = $3 WHERE batch_id = $1 AND lease_id = $2")
+                        .bind(batch)
+                        .bind(r.lease_id)
+                        .bind(now)
+                        .execute(&mut **tx)
+                        .await?;
+                }
+                if now == "wrong" {
+                    wrong.push(r.worker_id);
+                } else if replicated && r.state == "pending" {
+                    sqlx::query("UPDATE workers SET validated = validated + 1 WHERE id = $1")
+                        .bind(r.worker_id)
+                        .execute(&mut **tx)
+                        .await?;
+                }
+            }
+            let mut message = "recorded".to_string();
+            if state != "done" {
+                mark_done(tx, batch).await?;
+                let result = &rows.iter().find(|r| r.digest == agreed).expect("the agreed result").result.0;
+                let tally = match result {
+                    JobResult::Match(t) => Some(t),
+                    _ => None,
+                };
+                if record_in_cell(tx, cell, units, tally, policy).await? && matches!(result, JobResult::Wintable(_)) {
+                    let (experiment,): (Uuid,) = sqlx::query_as("SELECT experiment_id FROM cells WHERE id = $1")
+                        .bind(cell)
+                        .fetch_one(&mut **tx)
+                        .await?;
+                    let sha = fit_wintable(tx, experiment).await?;
+                    message = format!("recorded; the experiment's table is artifact {sha}");
+                }
+                if replicated {
+                    message = format!("{message}; validated by a replica");
+                }
+            }
+            for w in wrong {
+                let reason =
+                    format!("its result for batch {batch} differed from what two other owners' workers agreed on");
+                crate::quarantine::quarantine(tx, w, &reason).await?;
+                tracing::warn!(%batch, worker = %w, "result outvoted by replicas; worker quarantined");
+            }
+            Ok(message)
+        }
+        replicas::Judgement::Wanted => {
+            let digests: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.digest.as_str()).collect();
+            if digests.len() > 1 {
+                // Replicas disagree: every side is replicated again from now on until a
+                // majority says who was wrong.
+                let workers: Vec<Uuid> = rows.iter().map(|r| r.worker_id).collect();
+                sqlx::query("UPDATE workers SET mismatches = mismatches + 1, validated = 0 WHERE id = ANY ($1)")
+                    .bind(&workers)
+                    .execute(&mut **tx)
+                    .await?;
+                tracing::warn!(%batch, "replicas disagree; asking another owner");
+            }
+            sqlx::query(
+                "UPDATE batches SET state = 'queued', lease_id = NULL, lease_owner = NULL, lease_expires = NULL, deadline = NULL,
+                        exclude_owners = CASE WHEN $2 = ANY (exclude_owners) THEN exclude_owners ELSE exclude_owners || $2 END,
+                        updated_at = now()
+                 WHERE id = $1",
+            )
+            .bind(batch)
+            .bind(uploader)
+            .execute(&mut **tx)
+            .await?;
+            Ok("recorded; it counts once another owner's worker has replicated it".into())
+        }
+        replicas::Judgement::Unsettled => {
+            sqlx::query(
+                "UPDATE batches SET state = 'parked', last_error = $2, lease_id = NULL, lease_owner = NULL, lease_expires = NULL,
+                        deadline = NULL, updated_at = now() WHERE id = $1",
+            )
+            .bind(batch)
+            .bind(format!("{} results from different owners and no two agree", rows.len()))
+            .execute(&mut **tx)
+            .await?;
+            crate::queue::park_cell(tx, cell).await?;
+            Ok("recorded; no two owners' results agree, so the batch is parked for the operator".into())
+        }
+    }
+}
+
 /// Most solves of one position: a dispute that this many workers cannot settle stays a
 /// dispute, shown as one, rather than going round the volunteers for ever.
 const MAX_SOLVES: usize = 5;
 
-/// Store a batch's solved positions. A first solve queues the cross-checked ones for another
-/// worker. Each solve is then weighed with the position's others (`endgames::settle`): the
-/// outcome two workers agree on is the position's value and every solve is marked against
-/// it; exact solves that contradict each other with nothing agreed yet queue the position for
-/// a worker that has not solved it.
+/// Store a batch's solved positions. A first solve queues the cross-checked ones (all of them
+/// when the worker is not yet trusted) for another owner. Each solve is then weighed with the
+/// position's others (`endgames::settle`): the outcome two owners agree on is the position's
+/// value and every solve is marked against it; exact solves that contradict each other with
+/// nothing agreed yet queue the position for an owner that has not solved it.
 async fn record_endgames(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     batch: Uuid,
     b: &BatchRow,
-    worker: Uuid,
+    owner: Uuid,
+    trusted: bool,
     solved: &[shared::protocol::Solved],
 ) -> Result<String> {
+    let worker =
+        b.lease_owner.ok_or_else(|| Error::internal(format!("recording batch {batch} with no lease holder")))?;
     let (cell_index, Db(spec)): (i32, Db<ExperimentSpec>) = sqlx::query_as(
         "SELECT c.idx, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1",
     )
@@ -323,8 +482,9 @@ async fn record_endgames(
         return Err(Error::internal(format!("endgame results recorded for {}", b.experiment_id)));
     };
     let first_pass = cell_index == 0;
-    let mut again = Vec::new();
-    let mut exclude = b.exclude_workers.clone().unwrap_or_default();
+    // Positions for another owner: within the check cell's planned target, and beyond it.
+    let (mut planned, mut again) = (Vec::new(), Vec::new());
+    let mut exclude = b.exclude_owners.clone();
     for s in solved {
         sqlx::query(
             "INSERT INTO endgame_solutions (experiment_id, idx, batch_id, worker_id, pass, cgp, skipped, value, exact, best, sequence, nodes, ms)
@@ -346,6 +506,10 @@ async fn record_endgames(
         .execute(&mut **tx)
         .await?;
         if first_pass && eg.is_checked(spec.seed, s.index) {
+            planned.push(s.index as i64);
+            continue;
+        }
+        if first_pass && !trusted {
             again.push(s.index as i64);
             continue;
         }
@@ -360,44 +524,68 @@ async fn record_endgames(
             }
         }
     }
-    if again.is_empty() {
-        return Ok(String::new());
+    exclude.push(owner);
+    for (positions, extra) in [(&planned, false), (&again, true)] {
+        if !positions.is_empty() {
+            resolve(tx, b.experiment_id, positions, exclude.clone(), extra, b.priority).await?;
+        }
     }
+    match planned.len() + again.len() {
+        0 => Ok(String::new()),
+        n => Ok(format!("; {n} queued for another owner's worker")),
+    }
+}
+
+/// Queue endgame positions for another solve in the experiment's check cell, by any owner but
+/// `exclude`. `extra`: the positions were not in the check cell's target (re-solves of
+/// disputed or withdrawn solves).
+pub async fn resolve(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    experiment: Uuid,
+    positions: &[i64],
+    mut exclude: Vec<Uuid>,
+    extra: bool,
+    priority: i32,
+) -> Result<()> {
     let (check_cell,): (Uuid,) = sqlx::query_as("SELECT id FROM cells WHERE experiment_id = $1 AND idx = 1")
-        .bind(b.experiment_id)
+        .bind(experiment)
         .fetch_one(&mut **tx)
         .await?;
-    exclude.push(worker);
     exclude.sort();
     exclude.dedup();
-    if !first_pass {
-        // Re-solves were not in the check cell's target.
+    if extra {
         sqlx::query("UPDATE cells SET target_units = target_units + $2, next_unit = next_unit + $2, status = 'running', stop_reason = NULL WHERE id = $1")
             .bind(check_cell)
-            .bind(again.len() as i64)
+            .bind(positions.len() as i64)
             .execute(&mut **tx)
             .await?;
+        sqlx::query(
+            "UPDATE experiments SET status = 'running', finished_at = NULL WHERE id = $1 AND status = 'finished'",
+        )
+        .bind(experiment)
+        .execute(&mut **tx)
+        .await?;
     }
     sqlx::query(
-        "INSERT INTO batches (id, cell_id, experiment_id, first_unit, units, priority, state, positions, exclude_workers)
+        "INSERT INTO batches (id, cell_id, experiment_id, first_unit, units, priority, state, positions, exclude_owners)
          VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8)",
     )
     .bind(Uuid::new_v4())
     .bind(check_cell)
-    .bind(b.experiment_id)
-    .bind(again[0])
-    .bind(again.len() as i64)
-    .bind(b.priority)
-    .bind(&again)
+    .bind(experiment)
+    .bind(positions[0])
+    .bind(positions.len() as i64)
+    .bind(priority)
+    .bind(positions)
     .bind(&exclude)
     .execute(&mut **tx)
     .await?;
-    Ok(format!("; {} queued for another worker", again.len()))
+    Ok(())
 }
 
-/// Weigh a position's solves so far and store each one's `disagrees` mark; returns the
-/// settlement and the workers that solved it.
-async fn weigh(
+/// Weigh a position's solves so far (withdrawn ones aside) and store each one's `disagrees`
+/// mark; returns the settlement and the owners whose workers solved it.
+pub async fn weigh(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     experiment: Uuid,
     index: u64,
@@ -405,14 +593,14 @@ async fn weigh(
     #[derive(sqlx::FromRow)]
     struct Solve {
         batch_id: Uuid,
-        worker_id: Uuid,
+        owner_id: Uuid,
         skipped: bool,
         exact: bool,
         value: i32,
     }
     let solves: Vec<Solve> = sqlx::query_as(
-        "SELECT batch_id, worker_id, skipped, exact, value FROM endgame_solutions WHERE experiment_id = $1 AND idx = $2
-         ORDER BY received_at, pass DESC",
+        "SELECT s.batch_id, w.owner_id, s.skipped, s.exact, s.value FROM endgame_solutions s JOIN workers w ON w.id = s.worker_id
+         WHERE s.experiment_id = $1 AND s.idx = $2 AND NOT s.withdrawn ORDER BY s.received_at, s.pass DESC",
     )
     .bind(experiment)
     .bind(index as i64)
@@ -420,7 +608,7 @@ async fn weigh(
     .await?;
     use crate::endgames::{Outcome, Verdict, settle};
     let claims: Vec<(Uuid, Option<Outcome>)> =
-        solves.iter().map(|s| (s.worker_id, Outcome::of(s.skipped, s.exact, s.value))).collect();
+        solves.iter().map(|s| (s.owner_id, Outcome::of(s.skipped, s.exact, s.value))).collect();
     let settled = settle(&claims);
     for (s, v) in solves.iter().zip(&settled.verdicts) {
         sqlx::query("UPDATE endgame_solutions SET disagrees = $3 WHERE batch_id = $1 AND idx = $2")
@@ -450,13 +638,11 @@ async fn fit_wintable(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment
         )));
     };
     let dist = crate::artifacts::distribution(&mut **tx, &artifacts).await?;
-    let results: Vec<(Db<JobResult>,)> = sqlx::query_as("SELECT result FROM batch_results WHERE experiment_id = $1")
-        .bind(experiment)
-        .fetch_all(&mut **tx)
-        .await?;
+    let results: Vec<RecordedBatch> =
+        sqlx::query_as(counted_results!("r.experiment_id = $1")).bind(experiment).fetch_all(&mut **tx).await?;
     let mut samples = WinSamples::new(&dist);
-    for (Db(r),) in &results {
-        if let JobResult::Wintable(w) = r {
+    for r in &results {
+        if let JobResult::Wintable(w) = &r.result.0 {
             samples.add_counts(&w.counts).map_err(Error::unprocessable)?;
         }
     }
@@ -498,12 +684,14 @@ struct CellState {
 }
 
 /// Add a batch's units and tally (matches only) to its cell, and finish or stop the cell when
-/// it is done. True when the cell finished now.
+/// it is done (an SPRT only on results from `policy.min_owners` owners). True when the cell
+/// finished now.
 async fn record_in_cell(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     cell: Uuid,
     units: i64,
     t: Option<&MatchTally>,
+    policy: Policy,
 ) -> Result<bool> {
     let c: CellState = sqlx::query_as(
         "SELECT c.experiment_id, c.tally, c.status, c.done_units, c.target_units, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR NO KEY UPDATE OF c",
@@ -521,7 +709,17 @@ async fn record_in_cell(
         if done >= c.target_units {
             next_status = Some(("finished", spec.kind.job_kind().finished(c.target_units as u64)));
         } else if let Some(reason) = spec.kind.sprt().and_then(|s| sprt_reason(s, s.decide(&sum))) {
-            next_status = Some(("stopped", reason));
+            // No one owner's machines decide a test: its results must come from several.
+            let (owners,): (i64,) = sqlx::query_as(
+                "SELECT count(DISTINCT r.owner_id) FROM batch_results r JOIN batches b ON b.id = r.batch_id
+                 WHERE r.cell_id = $1 AND r.state = 'valid' AND b.state = 'done'",
+            )
+            .bind(cell)
+            .fetch_one(&mut **tx)
+            .await?;
+            if owners >= policy.min_owners {
+                next_status = Some(("stopped", reason));
+            }
         }
     }
     match &next_status {
@@ -554,11 +752,16 @@ async fn record_in_cell(
     Ok(matches!(next_status, Some(("finished", _))))
 }
 
-/// `GET /api/v1/batches/{id}/logs/{gcg|csv}`: a batch's logs, gzip-compressed.
+/// `GET /api/v1/batches/{id}/logs/{gcg|csv}`: a batch's logs, gzip-compressed: a validated
+/// result's, else one awaiting its replica; never a withdrawn or outvoted one.
 pub async fn logs(State(st): State<AppState>, Path((batch, which)): Path<(Uuid, String)>) -> Result<impl IntoResponse> {
     let sql = match which.as_str() {
-        "gcg" => "SELECT gcg_gz FROM batch_results WHERE batch_id = $1",
-        "csv" => "SELECT csv_gz FROM batch_results WHERE batch_id = $1",
+        "gcg" => {
+            "SELECT gcg_gz FROM batch_results WHERE batch_id = $1 AND state IN ('valid', 'pending') ORDER BY state DESC, received_at LIMIT 1"
+        }
+        "csv" => {
+            "SELECT csv_gz FROM batch_results WHERE batch_id = $1 AND state IN ('valid', 'pending') ORDER BY state DESC, received_at LIMIT 1"
+        }
         _ => return Err(Error::not_found("logs are `gcg` or `csv`")),
     };
     let row: Option<(Vec<u8>,)> = sqlx::query_as(sql).bind(batch).fetch_optional(&st.db).await?;
@@ -566,61 +769,89 @@ pub async fn logs(State(st): State<AppState>, Path((batch, which)): Path<(Uuid, 
     Ok(([(header::CONTENT_TYPE, "application/gzip")], bytes))
 }
 
-/// `GET /api/v1/experiments/{id}/batches`: every recorded batch result (without logs).
+/// `GET /api/v1/experiments/{id}/batches`: every counted batch result (without logs): one per
+/// batch, validated.
 pub async fn list(State(st): State<AppState>, Path(experiment): Path<Uuid>) -> Result<Json<Vec<RecordedBatch>>> {
-    let rows: Vec<RecordedBatch> = sqlx::query_as(
-        "SELECT r.batch_id, r.cell_id, r.worker_id, r.result, b.first_unit, b.units, r.elapsed_ms FROM batch_results r JOIN batches b ON b.id = r.batch_id
-         WHERE r.experiment_id = $1 ORDER BY r.cell_id, b.first_unit",
-    )
-    .bind(experiment)
-    .fetch_all(&st.db)
-    .await?;
+    let mut rows: Vec<RecordedBatch> =
+        sqlx::query_as(counted_results!("r.experiment_id = $1")).bind(experiment).fetch_all(&st.db).await?;
+    rows.sort_by_key(|r| (r.cell_id, r.first_unit));
     Ok(Json(rows))
 }
 
-/// One recorded batch result, without its logs.
+/// One counted batch result, without its logs.
 #[derive(sqlx::FromRow, serde::Serialize)]
 pub struct RecordedBatch {
-    batch_id: Uuid,
-    cell_id: Uuid,
-    worker_id: Uuid,
-    result: Db<JobResult>,
+    pub batch_id: Uuid,
+    pub cell_id: Uuid,
+    pub worker_id: Uuid,
+    pub result: Db<JobResult>,
     /// The batch's units (`JobKind::unit`): `first_unit .. first_unit + units`.
-    first_unit: i64,
-    units: i64,
-    elapsed_ms: i64,
+    pub first_unit: i64,
+    pub units: i64,
+    pub elapsed_ms: i64,
+    pub received_at: chrono::DateTime<chrono::Utc>,
 }
 
-/// Recompute every cell's tally from its stored batch results; returns the cells whose stored
-/// tally differed (and fixes them).
+/// The result each counted batch contributes: one valid result per done batch (replicas
+/// agree, so any one will do; the first is taken).
+macro_rules! counted_results {
+    ($where:literal) => {
+        concat!(
+            "SELECT DISTINCT ON (r.batch_id) r.batch_id, r.cell_id, r.worker_id, r.result, b.first_unit, b.units, r.elapsed_ms, r.received_at
+             FROM batch_results r JOIN batches b ON b.id = r.batch_id
+             WHERE r.state = 'valid' AND b.state = 'done' AND ",
+            $where,
+            " ORDER BY r.batch_id, r.received_at"
+        )
+    };
+}
+pub(crate) use counted_results;
+
+/// Recompute every cell's tally from its counted batch results; returns the number of cells
+/// and those whose stored tally differed (and are fixed).
 pub async fn recompute(db: &sqlx::PgPool, experiment: Option<Uuid>) -> anyhow::Result<(u64, Vec<Uuid>)> {
     let mut tx = db.begin().await?;
-    let cells: Vec<(Uuid, Db<MatchTally>, i64)> =
-        sqlx::query_as("SELECT id, tally, done_units FROM cells WHERE $1::uuid IS NULL OR experiment_id = $1 ORDER BY experiment_id, idx FOR UPDATE").bind(experiment).fetch_all(&mut *tx).await?;
+    let cells: Vec<(Uuid,)> = sqlx::query_as(
+        "SELECT id FROM cells WHERE $1::uuid IS NULL OR experiment_id = $1 ORDER BY experiment_id, idx FOR UPDATE",
+    )
+    .bind(experiment)
+    .fetch_all(&mut *tx)
+    .await?;
     let mut fixed = Vec::new();
-    for (cell, Db(stored), done) in &cells {
-        let results: Vec<(Db<JobResult>,)> = sqlx::query_as("SELECT result FROM batch_results WHERE cell_id = $1")
-            .bind(cell)
-            .fetch_all(&mut *tx)
-            .await?;
-        let mut sum = MatchTally::default();
-        let mut units = 0;
-        for (Db(r),) in &results {
-            if let JobResult::Match(t) = r {
-                sum.merge(t);
-            }
-            units += r.units() as i64;
-        }
-        if sum != *stored || units != *done {
-            sqlx::query("UPDATE cells SET tally = $2, done_units = $3 WHERE id = $1")
-                .bind(cell)
-                .bind(Db(&sum))
-                .bind(units)
-                .execute(&mut *tx)
-                .await?;
+    for (cell,) in &cells {
+        if recompute_cell(&mut tx, *cell).await.map_err(|e| anyhow::anyhow!(e.message))? {
             fixed.push(*cell);
         }
     }
     tx.commit().await?;
     Ok((cells.len() as u64, fixed))
+}
+
+/// Set a cell's tally and done units to what its counted results say; true if they differed.
+pub async fn recompute_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uuid) -> Result<bool> {
+    let (Db(stored), done): (Db<MatchTally>, i64) =
+        sqlx::query_as("SELECT tally, done_units FROM cells WHERE id = $1 FOR UPDATE")
+            .bind(cell)
+            .fetch_one(&mut **tx)
+            .await?;
+    let results: Vec<RecordedBatch> =
+        sqlx::query_as(counted_results!("r.cell_id = $1")).bind(cell).fetch_all(&mut **tx).await?;
+    let mut sum = MatchTally::default();
+    let mut units = 0;
+    for r in &results {
+        if let JobResult::Match(t) = &r.result.0 {
+            sum.merge(t);
+        }
+        units += r.result.0.units() as i64;
+    }
+    if sum == stored && units == done {
+        return Ok(false);
+    }
+    sqlx::query("UPDATE cells SET tally = $2, done_units = $3 WHERE id = $1")
+        .bind(cell)
+        .bind(Db(&sum))
+        .bind(units)
+        .execute(&mut **tx)
+        .await?;
+    Ok(true)
 }

@@ -22,14 +22,22 @@ pub struct WorkerView {
     pub leased_batches: i64,
     /// Uploads refused because their logs or tally were not what the batch's deals give.
     pub rejected: i64,
+    pub owner: String,
+    /// Batches whose result another owner's replica matched.
+    pub validated: i64,
+    /// Replicas that disagreed with this worker's result.
+    pub mismatches: i64,
+    /// Why it was quarantined (found wrong, or its owner banned); `None` while in good standing.
+    pub quarantine_reason: Option<String>,
 }
 
 pub async fn list(db: &sqlx::PgPool) -> Result<Vec<WorkerView>> {
     Ok(sqlx::query_as(
         "SELECT w.id, w.name, w.threads, w.created_at, w.last_seen,
                 extract(epoch FROM now() - w.last_seen)::float8 AS seconds_since_seen, w.games, w.batches, w.games_per_sec, w.rejected,
-                (SELECT count(*) FROM batches b WHERE b.lease_owner = w.id AND b.state = 'leased') AS leased_batches
-         FROM workers w ORDER BY w.last_seen DESC LIMIT 1000",
+                (SELECT count(*) FROM batches b WHERE b.lease_owner = w.id AND b.state = 'leased') AS leased_batches,
+                o.name AS owner, w.validated, w.mismatches, w.quarantine_reason
+         FROM workers w JOIN owners o ON o.id = w.owner_id ORDER BY w.last_seen DESC LIMIT 1000",
     )
     .fetch_all(db)
     .await?)

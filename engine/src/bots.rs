@@ -132,6 +132,16 @@ impl BotSpec {
         }
     }
 
+    /// Whether the bot's moves follow from the position and seed alone, on any machine: false
+    /// for time budgets (`ms`, `endgame=MS`), which stop a search wherever the clock says.
+    pub fn deterministic(&self) -> bool {
+        match self {
+            BotSpec::Sim { ms, .. } => ms.is_none(),
+            BotSpec::Endgame { .. } => false,
+            _ => true,
+        }
+    }
+
     /// Whether the bot needs a leave table.
     pub fn uses_leaves(&self) -> bool {
         !matches!(self, BotSpec::Greedy)

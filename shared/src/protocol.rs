@@ -43,6 +43,26 @@ pub struct RegisterRequest {
     /// not know are ignored: they are kinds added after it was built.
     #[serde(default)]
     pub kinds: Vec<String>,
+    /// Registers the worker under this owner (`POST /api/v1/owners` made it); without one, and
+    /// where registration is open, the worker gets an owner of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_token: Option<String>,
+}
+
+/// `POST /api/v1/owners`: an owner account, under which workers register.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OwnerRequest {
+    pub name: String,
+    /// Needed where registration is by invitation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invitation: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OwnerResponse {
+    pub owner_id: Uuid,
+    /// Registers workers under this owner (`worker volunteer --owner-token`); the only copy.
+    pub token: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

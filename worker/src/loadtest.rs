@@ -97,6 +97,7 @@ async fn load(a: Args) -> Result<()> {
                     name: format!("load-{i}"),
                     threads: 4,
                     kinds: vec!["match".into()],
+                    owner_token: None,
                 };
                 let t = Instant::now();
                 let r: RegisterResponse = c.post("/workers/register", &req).await?;

@@ -11,6 +11,7 @@ mod leaves;
 mod lexicon;
 mod loadtest;
 mod movegen;
+mod owner;
 mod sim;
 mod submit;
 mod volunteer;
@@ -34,6 +35,8 @@ struct Cli {
 enum Command {
     /// Donate this machine: claim batches from a coordinator, play them, upload the results.
     Volunteer(volunteer::Args),
+    /// Create an owner account on a coordinator (for your volunteers); prints its token.
+    Owner(owner::Args),
     /// Submit an experiment file to a coordinator; prints the experiment id.
     Submit(submit::Args),
     /// Build and query lexicon graphs.
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Volunteer(a) => volunteer::run(a),
         Command::Submit(a) => submit::run(a),
+        Command::Owner(a) => owner::run(a),
         Command::Lexicon(c) => lexicon::run(c),
         Command::Movegen(a) => movegen::run(a),
         Command::Sim(a) => sim::run(a),

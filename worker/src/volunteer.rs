@@ -50,6 +50,11 @@ pub struct Args {
     /// endgame, wintable). The coordinator hands out no others.
     #[arg(long, value_delimiter = ',', value_parser = parse_kind)]
     kinds: Vec<JobKind>,
+    /// Register under this owner (`worker owner` prints one): your machines then count as one
+    /// person's, for replicas and cross-checks. Needed where registration is by invitation;
+    /// without it this machine registers as an owner of its own.
+    #[arg(long, env = "LEXHIVE_OWNER_TOKEN", hide_env_values = true)]
+    owner_token: Option<String>,
 }
 
 fn parse_kind(s: &str) -> Result<JobKind, String> {
@@ -208,7 +213,8 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
         });
     }
     let kinds = if a.kinds.is_empty() { JobKind::ALL.to_vec() } else { a.kinds.clone() };
-    let (mut client, mut fresh) = credential(&anon, &name, threads, &kinds, &quit).await?;
+    let owner = a.owner_token.as_deref();
+    let (mut client, mut fresh) = credential(&anon, &name, threads, &kinds, owner, &quit).await?;
     let cache = cache_dir()?.join("artifacts");
     let mut loaded: Option<(Vec<String>, Arc<Loaded>)> = None;
     // Units per second measured on the last batch of each kind, for the coordinator's sizing.
@@ -265,7 +271,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
             Err(ClientError::Status { status: 401, .. }) if !fresh => {
                 eprintln!("the coordinator does not know this worker's token; registering again");
                 forget_credential(client.base(), &name)?;
-                (client, fresh) = credential(&anon, &name, threads, &kinds, &quit).await?;
+                (client, fresh) = credential(&anon, &name, threads, &kinds, owner, &quit).await?;
                 continue;
             }
             Err(e) => bail!("claim refused: {e}"),
@@ -276,7 +282,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
         let shas: Vec<String> = batch.artifacts.iter().map(|r| r.sha256.clone()).collect();
         let data = match &loaded {
             Some((s, d)) if *s == shas => d.clone(),
-            _ => match fetch_and_load(&client, &cache, &batch.artifacts, &quit).await {
+            _ => match fetch_keeping_lease(&client, &cache, &batch, &quit).await {
                 Ok(d) => {
                     let d = Arc::new(d);
                     loaded = Some((shas, d.clone()));
@@ -304,6 +310,7 @@ async fn credential(
     name: &str,
     threads: usize,
     kinds: &[JobKind],
+    owner_token: Option<&str>,
     quit: &AtomicU8,
 ) -> Result<(Client, bool)> {
     let path = credentials_path()?;
@@ -316,6 +323,7 @@ async fn credential(
         name: name.to_string(),
         threads: threads as u32,
         kinds: kind_names(kinds),
+        owner_token: owner_token.map(str::to_string),
     };
     let r: RegisterResponse = retry("register", quit, || client.post("/workers/register", &req))
         .await
@@ -457,6 +465,59 @@ enum Played {
     Cancelled,
 }
 
+/// Fetch and load a batch's artifacts while heartbeating it: downloading and loading a
+/// lexicon can outlast a lease.
+async fn fetch_keeping_lease(client: &Client, cache: &Path, batch: &BatchSpec, quit: &Arc<AtomicU8>) -> Result<Loaded> {
+    let (stop, lost) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let heart = heartbeat(client, batch, stop.clone(), lost, quit.clone());
+    let r = fetch_and_load(client, cache, &batch.artifacts, quit).await;
+    stop.store(true, Ordering::SeqCst);
+    let _ = heart.await;
+    r
+}
+
+/// Heartbeat `batch` until `cancel` is set; sets `cancel` (and `lost`, when the lease is gone)
+/// when the coordinator says to stop, and on a second Ctrl-C.
+fn heartbeat(
+    client: &Client,
+    batch: &BatchSpec,
+    cancel: Arc<AtomicBool>,
+    lost: Arc<AtomicBool>,
+    quit: Arc<AtomicU8>,
+) -> tokio::task::JoinHandle<()> {
+    let client = client.clone();
+    let (path, req, every) = (
+        format!("/batches/{}/heartbeat", batch.batch_id),
+        HeartbeatRequest { lease_id: batch.lease_id },
+        Duration::from_secs(batch.heartbeat_secs.max(1)),
+    );
+    tokio::spawn(async move {
+        let mut last_beat = Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if quit.load(Ordering::SeqCst) >= 2 {
+                cancel.store(true, Ordering::SeqCst);
+            }
+            if cancel.load(Ordering::SeqCst) {
+                return;
+            }
+            if last_beat.elapsed() >= every {
+                last_beat = Instant::now();
+                match client.post::<_, HeartbeatResponse>(&path, &req).await {
+                    Ok(r) if !r.keep_going => cancel.store(true, Ordering::SeqCst),
+                    Ok(_) => {}
+                    Err(e) if e.is_transient() => eprintln!("heartbeat: {e}"),
+                    Err(e) => {
+                        eprintln!("heartbeat: {e}; dropping the batch");
+                        lost.store(true, Ordering::SeqCst);
+                        cancel.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+        }
+    })
+}
+
 /// Play, heartbeat, upload. Returns the measured units of work per second ([`Job::units`]) when
 /// the batch completed.
 async fn play_batch(
@@ -470,39 +531,7 @@ async fn play_batch(
     let cancel = Arc::new(AtomicBool::new(false));
     // Why the heartbeat cancelled: lease lost (409/403/404) or the cell no longer needs it.
     let lost = Arc::new(AtomicBool::new(false));
-    let heart = {
-        let (client, cancel, lost, quit) = (client.clone(), cancel.clone(), lost.clone(), quit.clone());
-        let (path, req, every) = (
-            format!("/batches/{}/heartbeat", batch.batch_id),
-            HeartbeatRequest { lease_id: batch.lease_id },
-            Duration::from_secs(batch.heartbeat_secs.max(1)),
-        );
-        tokio::spawn(async move {
-            let mut last_beat = Instant::now();
-            loop {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                if quit.load(Ordering::SeqCst) >= 2 {
-                    cancel.store(true, Ordering::SeqCst);
-                }
-                if cancel.load(Ordering::SeqCst) {
-                    return;
-                }
-                if last_beat.elapsed() >= every {
-                    last_beat = Instant::now();
-                    match client.post::<_, HeartbeatResponse>(&path, &req).await {
-                        Ok(r) if !r.keep_going => cancel.store(true, Ordering::SeqCst),
-                        Ok(_) => {}
-                        Err(e) if e.is_transient() => eprintln!("heartbeat: {e}"),
-                        Err(e) => {
-                            eprintln!("heartbeat: {e}; dropping the batch");
-                            lost.store(true, Ordering::SeqCst);
-                            cancel.store(true, Ordering::SeqCst);
-                        }
-                    }
-                }
-            }
-        })
-    };
+    let heart = heartbeat(client, batch, cancel.clone(), lost.clone(), quit.clone());
     let start = Instant::now();
     let played = {
         let (job, cancel) = (batch.job.clone(), cancel.clone());

@@ -1,0 +1,136 @@
+//! Quarantine: what happens to a worker found wrong (outvoted by replicas) or banned. It gets
+//! no more work, and everything it contributed is withdrawn, validated or not: its match and
+//! win-table results leave their cells' tallies and their batches go back to the queue for
+//! other owners (a result it agreed with is re-validated by a third owner), and its endgame
+//! solves are withdrawn and their positions solved again. Cells that had finished or stopped
+//! on what it contributed run again, so the dashboards and `coordinator recompute` always show
+//! what remains.
+
+use crate::error::Result;
+use sqlx::{Postgres, Transaction};
+use uuid::Uuid;
+
+/// Quarantine `worker` (once) and withdraw what it contributed.
+pub async fn quarantine(tx: &mut Transaction<'_, Postgres>, worker: Uuid, reason: &str) -> Result<()> {
+    let row: Option<(Uuid,)> = sqlx::query_as(
+        "UPDATE workers SET quarantined_at = now(), quarantine_reason = $2 WHERE id = $1 AND quarantined_at IS NULL
+         RETURNING owner_id",
+    )
+    .bind(worker)
+    .bind(reason)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some((owner,)) = row else { return Ok(()) };
+    // Its batches in progress go back to the queue now rather than at their lease's end.
+    sqlx::query(
+        "UPDATE batches SET state = 'queued', lease_id = NULL, lease_owner = NULL, lease_expires = NULL, deadline = NULL,
+                exclude_owners = CASE WHEN $2 = ANY (exclude_owners) THEN exclude_owners ELSE exclude_owners || $2 END,
+                updated_at = now()
+         WHERE lease_owner = $1 AND state = 'leased'",
+    )
+    .bind(worker)
+    .bind(owner)
+    .execute(&mut **tx)
+    .await?;
+    withdraw_results(tx, worker, owner).await?;
+    withdraw_solves(tx, worker, owner).await
+}
+
+/// Withdraw a worker's match and win-table results and requeue their batches for other owners.
+async fn withdraw_results(tx: &mut Transaction<'_, Postgres>, worker: Uuid, owner: Uuid) -> Result<()> {
+    let batches: Vec<(Uuid, Uuid)> = sqlx::query_as(
+        "UPDATE batch_results r SET state = 'withdrawn' FROM experiments e
+         WHERE e.id = r.experiment_id AND e.kind <> 'endgame' AND r.worker_id = $1 AND r.state IN ('pending', 'valid')
+         RETURNING r.batch_id, r.cell_id",
+    )
+    .bind(worker)
+    .fetch_all(&mut **tx)
+    .await?;
+    let ids: Vec<Uuid> = batches.iter().map(|b| b.0).collect();
+    // What others said about those batches needs another owner's confirmation now.
+    sqlx::query("UPDATE batch_results SET state = 'pending' WHERE batch_id = ANY ($1) AND state = 'valid'")
+        .bind(&ids)
+        .execute(&mut **tx)
+        .await?;
+    // A third owner must confirm: not the quarantined one, nor those whose results wait.
+    sqlx::query(
+        "UPDATE batches b SET state = CASE WHEN b.state = 'leased' THEN b.state ELSE 'queued' END,
+                exclude_owners = ARRAY(SELECT DISTINCT unnest(b.exclude_owners || $2
+                    || ARRAY(SELECT r.owner_id FROM batch_results r WHERE r.batch_id = b.id AND r.state = 'pending'))),
+                updated_at = now()
+         WHERE b.id = ANY ($1) AND b.state IN ('done', 'queued', 'leased')",
+    )
+    .bind(&ids)
+    .bind(owner)
+    .execute(&mut **tx)
+    .await?;
+    let mut cells: Vec<Uuid> = batches.iter().map(|b| b.1).collect();
+    cells.sort();
+    cells.dedup();
+    for cell in cells {
+        crate::results::recompute_cell(tx, cell).await?;
+        reopen(tx, cell).await?;
+        // Queued batches exist only in running cells.
+        sqlx::query(
+            "UPDATE batches b SET state = 'cancelled', updated_at = now() FROM cells c
+             WHERE c.id = b.cell_id AND b.cell_id = $1 AND b.state = 'queued' AND c.status <> 'running'",
+        )
+        .bind(cell)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// A cell that finished or stopped on withdrawn results runs again (unless its researcher
+/// stopped the experiment), with the batches its stop cancelled back in the queue.
+async fn reopen(tx: &mut Transaction<'_, Postgres>, cell: Uuid) -> Result<()> {
+    let reopened: Option<(Uuid,)> = sqlx::query_as(
+        "UPDATE cells c SET status = 'running', stop_reason = NULL FROM experiments e
+         WHERE c.id = $1 AND e.id = c.experiment_id AND c.status IN ('finished', 'stopped') AND c.done_units < c.target_units
+           AND e.status <> 'stopped'
+         RETURNING e.id",
+    )
+    .bind(cell)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some((experiment,)) = reopened else { return Ok(()) };
+    sqlx::query("UPDATE batches SET state = 'queued', updated_at = now() WHERE cell_id = $1 AND state = 'cancelled'")
+        .bind(cell)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("UPDATE experiments SET status = 'running', finished_at = NULL WHERE id = $1")
+        .bind(experiment)
+        .execute(&mut **tx)
+        .await?;
+    tracing::warn!(%cell, %experiment, "a cell runs again: results it counted were withdrawn");
+    Ok(())
+}
+
+/// Withdraw a worker's endgame solves; weigh their positions again and queue those it alone
+/// solved for another owner.
+async fn withdraw_solves(tx: &mut Transaction<'_, Postgres>, worker: Uuid, owner: Uuid) -> Result<()> {
+    let mut solved: Vec<(Uuid, i64, i32)> = sqlx::query_as(
+        "UPDATE endgame_solutions s SET withdrawn = true FROM batches b
+         WHERE b.id = s.batch_id AND s.worker_id = $1 AND NOT s.withdrawn RETURNING s.experiment_id, s.idx, b.priority",
+    )
+    .bind(worker)
+    .fetch_all(&mut **tx)
+    .await?;
+    solved.sort();
+    solved.dedup();
+    for group in solved.chunk_by(|a, b| a.0 == b.0) {
+        let experiment = group[0].0;
+        let mut again = Vec::new();
+        for &(_, idx, _) in group {
+            let (settled, solvers) = crate::results::weigh(tx, experiment, idx as u64).await?;
+            if solvers.is_empty() || settled.disputed() {
+                again.push(idx);
+            }
+        }
+        if !again.is_empty() {
+            crate::results::resolve(tx, experiment, &again, vec![owner], true, group[0].2).await?;
+        }
+    }
+    Ok(())
+}
