@@ -308,6 +308,18 @@ async fn queue_rules() -> Result<()> {
         .await;
     assert_eq!((s, v["keep_going"].clone()), (200, json!(false)), "a stopped cell tells its workers to let go");
     assert_eq!(get_json(&format!("{}/api/v1/experiments/{exp2}", coord.url)).await?["status"], "stopped");
+    // Reprioritising and deleting are the submitter's too.
+    let prio = json!({ "priority": 9 });
+    assert_eq!(api.post(&format!("/experiments/{exp2}/priority"), Some(&other), prio.clone()).await.0, 403);
+    let (s, v) = api.post(&format!("/experiments/{exp2}/priority"), r, prio).await;
+    assert_eq!((s, v["priority"].clone()), (200, json!(9)), "{v}");
+    assert_eq!(get_json(&format!("{}/api/v1/experiments/{exp2}", coord.url)).await?["priority"], 9);
+    let delete = |token: &str| {
+        api.http.delete(format!("{}/api/v1/experiments/{exp2}", coord.url)).bearer_auth(token.to_string()).send()
+    };
+    assert_eq!(delete(&other).await?.status().as_u16(), 403);
+    assert_eq!(delete(&researcher).await?.status().as_u16(), 200);
+    assert_eq!(reqwest::get(format!("{}/api/v1/experiments/{exp2}", coord.url)).await?.status().as_u16(), 404);
 
     drop(coord);
     db.drop_db().await

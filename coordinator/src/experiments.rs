@@ -66,20 +66,77 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
     }))
 }
 
+/// Lock an experiment that `caller` owns (the researcher token that submitted it, or an
+/// admin) for `what`; returns its status.
+async fn owned(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    caller: &Caller,
+    id: Uuid,
+    what: &str,
+) -> Result<String> {
+    caller.researcher()?;
+    let row: Option<(Option<Vec<u8>>, String)> =
+        sqlx::query_as("SELECT owner_token, status FROM experiments WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?;
+    let (owner, status) = row.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?;
+    if caller.role != crate::auth::Role::Admin && owner.as_ref() != Some(&caller.token_hash) {
+        return Err(Error::forbidden(format!(
+            "only the researcher who submitted this experiment, or an admin, may {what} it"
+        )));
+    }
+    Ok(status)
+}
+
+#[derive(serde::Deserialize)]
+pub struct PriorityRequest {
+    pub priority: i32,
+}
+
+/// `POST /api/v1/experiments/{id}/priority`: its owner (or an admin) reprioritises it; its
+/// queued batches follow.
+pub async fn reprioritise(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    Json(r): Json<PriorityRequest>,
+) -> Result<Json<serde_json::Value>> {
+    let mut tx = st.db.begin().await?;
+    owned(&mut tx, &caller, id, "reprioritise").await?;
+    sqlx::query("UPDATE experiments SET priority = $2 WHERE id = $1")
+        .bind(id)
+        .bind(r.priority)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE batches SET priority = $2 WHERE experiment_id = $1")
+        .bind(id)
+        .bind(r.priority)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(Json(serde_json::json!({ "id": id, "priority": r.priority })))
+}
+
+/// `DELETE /api/v1/experiments/{id}`: its owner (or an admin) deletes it with its cells,
+/// batches and results; leases in flight end with 404s.
+pub async fn delete(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<Json<serde_json::Value>> {
+    let mut tx = st.db.begin().await?;
+    owned(&mut tx, &caller, id, "delete").await?;
+    sqlx::query("DELETE FROM experiments WHERE id = $1").bind(id).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(Json(serde_json::json!({ "deleted": id })))
+}
+
 /// `POST /api/v1/experiments/{id}/stop`: no more batches; results in flight still count. Only
 /// the researcher whose token submitted it, or an admin, may stop an experiment.
 pub async fn stop(State(st): State<AppState>, caller: Caller, Path(id): Path<Uuid>) -> Result<Json<serde_json::Value>> {
-    caller.researcher()?;
     let mut tx = st.db.begin().await?;
-    let owner: Option<(Option<Vec<u8>>, String)> =
-        sqlx::query_as("SELECT owner_token, status FROM experiments WHERE id = $1 FOR UPDATE")
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let (owner, status) = owner.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?;
-    if caller.role != crate::auth::Role::Admin && owner.as_ref() != Some(&caller.token_hash) {
-        return Err(Error::forbidden("only the researcher who submitted this experiment, or an admin, may stop it"));
-    }
+    let status = owned(&mut tx, &caller, id, "stop").await?;
     if status != "queued" && status != "running" {
         return Err(Error::conflict(format!("experiment {id} is not queued or running")));
     }

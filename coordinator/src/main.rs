@@ -231,7 +231,8 @@ pub fn router(state: AppState) -> Router {
     let upload_cap = state.cfg.max_upload_bytes;
     let api = Router::new()
         .route("/experiments", get(experiments::api_list).post(experiments::submit))
-        .route("/experiments/{id}", get(experiments::api_detail))
+        .route("/experiments/{id}", get(experiments::api_detail).delete(experiments::delete))
+        .route("/experiments/{id}/priority", post(experiments::reprioritise))
         .route("/experiments/{id}/stop", post(experiments::stop))
         .route("/experiments/{id}/batches", get(results::list))
         .route("/experiments/{id}/history", get(experiments::api_history))
