@@ -196,6 +196,93 @@ pub fn time_histogram(rows: &[SolveRow]) -> Vec<u64> {
     counts
 }
 
+/// Weigh a position's solves so far (withdrawn ones aside) and store each one's `disagrees`
+/// mark; returns the settlement and the owners whose workers solved it.
+pub async fn weigh(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    experiment: Uuid,
+    index: u64,
+) -> Result<(Settlement, Vec<Uuid>)> {
+    #[derive(sqlx::FromRow)]
+    struct Solve {
+        batch_id: Uuid,
+        owner_id: Uuid,
+        skipped: bool,
+        exact: bool,
+        value: i32,
+    }
+    let solves: Vec<Solve> = sqlx::query_as(
+        "SELECT s.batch_id, w.owner_id, s.skipped, s.exact, s.value FROM endgame_solutions s JOIN workers w ON w.id = s.worker_id
+         WHERE s.experiment_id = $1 AND s.idx = $2 AND NOT s.withdrawn ORDER BY s.received_at, s.pass DESC",
+    )
+    .bind(experiment)
+    .bind(index as i64)
+    .fetch_all(&mut **tx)
+    .await?;
+    let claims: Vec<(Uuid, Option<Outcome>)> =
+        solves.iter().map(|s| (s.owner_id, Outcome::of(s.skipped, s.exact, s.value))).collect();
+    let settled = settle(&claims);
+    for (s, v) in solves.iter().zip(&settled.verdicts) {
+        sqlx::query("UPDATE endgame_solutions SET disagrees = $3 WHERE batch_id = $1 AND idx = $2")
+            .bind(s.batch_id)
+            .bind(index as i64)
+            .bind(*v == Verdict::Disagrees)
+            .execute(&mut **tx)
+            .await?;
+    }
+    let mut solvers: Vec<Uuid> = claims.into_iter().map(|(w, _)| w).collect();
+    solvers.sort();
+    solvers.dedup();
+    Ok((settled, solvers))
+}
+
+/// Queue endgame positions for another solve in the experiment's check cell, by any owner but
+/// `exclude`. `extra`: the positions were not in the check cell's target (re-solves of
+/// disputed or withdrawn solves).
+pub async fn resolve(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    experiment: Uuid,
+    positions: &[i64],
+    mut exclude: Vec<Uuid>,
+    extra: bool,
+    priority: i32,
+) -> Result<()> {
+    let (check_cell,): (Uuid,) = sqlx::query_as("SELECT id FROM cells WHERE experiment_id = $1 AND idx = 1")
+        .bind(experiment)
+        .fetch_one(&mut **tx)
+        .await?;
+    exclude.sort();
+    exclude.dedup();
+    if extra {
+        sqlx::query("UPDATE cells SET target_units = target_units + $2, next_unit = next_unit + $2, status = 'running', stop_reason = NULL WHERE id = $1")
+            .bind(check_cell)
+            .bind(positions.len() as i64)
+            .execute(&mut **tx)
+            .await?;
+        sqlx::query(
+            "UPDATE experiments SET status = 'running', finished_at = NULL WHERE id = $1 AND status = 'finished'",
+        )
+        .bind(experiment)
+        .execute(&mut **tx)
+        .await?;
+    }
+    sqlx::query(
+        "INSERT INTO batches (id, cell_id, experiment_id, first_unit, units, priority, state, positions, exclude_owners)
+         VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8)",
+    )
+    .bind(Uuid::new_v4())
+    .bind(check_cell)
+    .bind(experiment)
+    .bind(positions[0])
+    .bind(positions.len() as i64)
+    .bind(priority)
+    .bind(positions)
+    .bind(&exclude)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -322,8 +322,8 @@ pub async fn history(db: &sqlx::PgPool, id: Uuid, cells: usize) -> Result<Histor
             .await?
             .into_iter()
             .collect();
-    let mut counted: Vec<crate::results::RecordedBatch> =
-        sqlx::query_as(crate::results::counted_results!("r.experiment_id = $1")).bind(id).fetch_all(db).await?;
+    let mut counted: Vec<crate::ledger::RecordedBatch> =
+        sqlx::query_as(crate::ledger::counted_results!("r.experiment_id = $1")).bind(id).fetch_all(db).await?;
     counted.sort_by_key(|r| (r.received_at, r.batch_id));
     let rows: Vec<(i32, Db<shared::protocol::JobResult>, DateTime<Utc>)> = counted
         .into_iter()

@@ -8,6 +8,7 @@ mod dashboard;
 mod endgames;
 mod error;
 mod experiments;
+mod ledger;
 mod owners;
 mod quarantine;
 mod queue;
@@ -205,6 +206,13 @@ async fn connect(url: Option<&str>, pool: u32) -> Result<sqlx::PgPool> {
         .with_context(|| format!("cannot connect to the database at {}", redact(url)))
 }
 
+/// A small pool on a database with every migration applied, for the admin commands.
+async fn migrated(url: Option<&str>) -> Result<sqlx::PgPool> {
+    let db = connect(url, 2).await?;
+    MIGRATOR.run(&db).await.context("applying migrations")?;
+    Ok(db)
+}
+
 /// A connection string without its password, for messages.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -321,20 +329,17 @@ async fn run(cli: Cli) -> Result<()> {
     let url = cli.database_url.as_deref();
     match cli.cmd {
         Cmd::Migrate => {
-            let db = connect(url, 2).await?;
-            MIGRATOR.run(&db).await.context("applying migrations")?;
+            migrated(url).await?;
             println!("migrations applied");
         }
         Cmd::Serve(args) => serve(url, args).await?,
         Cmd::Token { cmd: TokenCmd::Create { role } } => {
-            let db = connect(url, 2).await?;
-            MIGRATOR.run(&db).await.context("applying migrations")?;
+            let db = migrated(url).await?;
             let role = auth::Role::parse(&role).context("role")?;
             println!("{}", auth::create(&db, role, None).await?);
         }
         Cmd::Owner { cmd } => {
-            let db = connect(url, 2).await?;
-            MIGRATOR.run(&db).await.context("applying migrations")?;
+            let db = migrated(url).await?;
             match cmd {
                 OwnerCmd::List => {
                     println!(
@@ -363,8 +368,7 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
         Cmd::Worker { cmd } => {
-            let db = connect(url, 2).await?;
-            MIGRATOR.run(&db).await.context("applying migrations")?;
+            let db = migrated(url).await?;
             match cmd {
                 WorkerCmd::List => {
                     println!(
@@ -414,8 +418,7 @@ async fn run(cli: Cli) -> Result<()> {
                 None => engine::tiles::Distribution::english(),
             };
             check_artifact(&role, &file, &bytes, &dist)?;
-            let db = connect(url, 2).await?;
-            MIGRATOR.run(&db).await.context("applying migrations")?;
+            let db = migrated(url).await?;
             let name = file.file_name().map_or("artifact".into(), |n| n.to_string_lossy().into_owned());
             println!("{}", artifacts::add(&db, &role, &name, &bytes, default).await?);
         }

@@ -68,7 +68,7 @@ async fn withdraw_results(tx: &mut Transaction<'_, Postgres>, worker: Uuid, owne
     cells.sort();
     cells.dedup();
     for cell in cells {
-        crate::results::recompute_cell(tx, cell).await?;
+        crate::ledger::recompute_cell(tx, cell).await?;
         reopen(tx, cell).await?;
         // Queued batches exist only in running cells.
         sqlx::query(
@@ -123,13 +123,13 @@ async fn withdraw_solves(tx: &mut Transaction<'_, Postgres>, worker: Uuid, owner
         let experiment = group[0].0;
         let mut again = Vec::new();
         for &(_, idx, _) in group {
-            let (settled, solvers) = crate::results::weigh(tx, experiment, idx as u64).await?;
+            let (settled, solvers) = crate::endgames::weigh(tx, experiment, idx as u64).await?;
             if solvers.is_empty() || settled.disputed() {
                 again.push(idx);
             }
         }
         if !again.is_empty() {
-            crate::results::resolve(tx, experiment, &again, vec![owner], true, group[0].2).await?;
+            crate::endgames::resolve(tx, experiment, &again, vec![owner], true, group[0].2).await?;
         }
     }
     Ok(())

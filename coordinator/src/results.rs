@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::experiments::sprt_reason;
 use crate::queue::{lease_error, settle_experiment};
 use crate::replicas;
+use crate::{endgames, ledger};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::header;
@@ -513,7 +514,7 @@ async fn record_endgames(
             again.push(s.index as i64);
             continue;
         }
-        let (settled, solvers) = weigh(tx, b.experiment_id, s.index).await?;
+        let (settled, solvers) = endgames::weigh(tx, b.experiment_id, s.index).await?;
         if settled.disputed() {
             if solvers.len() < MAX_SOLVES {
                 tracing::warn!(experiment = %b.experiment_id, position = s.index, %worker, "endgame solves disagree; solving it again");
@@ -527,101 +528,13 @@ async fn record_endgames(
     exclude.push(owner);
     for (positions, extra) in [(&planned, false), (&again, true)] {
         if !positions.is_empty() {
-            resolve(tx, b.experiment_id, positions, exclude.clone(), extra, b.priority).await?;
+            endgames::resolve(tx, b.experiment_id, positions, exclude.clone(), extra, b.priority).await?;
         }
     }
     match planned.len() + again.len() {
         0 => Ok(String::new()),
         n => Ok(format!("; {n} queued for another owner's worker")),
     }
-}
-
-/// Queue endgame positions for another solve in the experiment's check cell, by any owner but
-/// `exclude`. `extra`: the positions were not in the check cell's target (re-solves of
-/// disputed or withdrawn solves).
-pub async fn resolve(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    experiment: Uuid,
-    positions: &[i64],
-    mut exclude: Vec<Uuid>,
-    extra: bool,
-    priority: i32,
-) -> Result<()> {
-    let (check_cell,): (Uuid,) = sqlx::query_as("SELECT id FROM cells WHERE experiment_id = $1 AND idx = 1")
-        .bind(experiment)
-        .fetch_one(&mut **tx)
-        .await?;
-    exclude.sort();
-    exclude.dedup();
-    if extra {
-        sqlx::query("UPDATE cells SET target_units = target_units + $2, next_unit = next_unit + $2, status = 'running', stop_reason = NULL WHERE id = $1")
-            .bind(check_cell)
-            .bind(positions.len() as i64)
-            .execute(&mut **tx)
-            .await?;
-        sqlx::query(
-            "UPDATE experiments SET status = 'running', finished_at = NULL WHERE id = $1 AND status = 'finished'",
-        )
-        .bind(experiment)
-        .execute(&mut **tx)
-        .await?;
-    }
-    sqlx::query(
-        "INSERT INTO batches (id, cell_id, experiment_id, first_unit, units, priority, state, positions, exclude_owners)
-         VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8)",
-    )
-    .bind(Uuid::new_v4())
-    .bind(check_cell)
-    .bind(experiment)
-    .bind(positions[0])
-    .bind(positions.len() as i64)
-    .bind(priority)
-    .bind(positions)
-    .bind(&exclude)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
-/// Weigh a position's solves so far (withdrawn ones aside) and store each one's `disagrees`
-/// mark; returns the settlement and the owners whose workers solved it.
-pub async fn weigh(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    experiment: Uuid,
-    index: u64,
-) -> Result<(crate::endgames::Settlement, Vec<Uuid>)> {
-    #[derive(sqlx::FromRow)]
-    struct Solve {
-        batch_id: Uuid,
-        owner_id: Uuid,
-        skipped: bool,
-        exact: bool,
-        value: i32,
-    }
-    let solves: Vec<Solve> = sqlx::query_as(
-        "SELECT s.batch_id, w.owner_id, s.skipped, s.exact, s.value FROM endgame_solutions s JOIN workers w ON w.id = s.worker_id
-         WHERE s.experiment_id = $1 AND s.idx = $2 AND NOT s.withdrawn ORDER BY s.received_at, s.pass DESC",
-    )
-    .bind(experiment)
-    .bind(index as i64)
-    .fetch_all(&mut **tx)
-    .await?;
-    use crate::endgames::{Outcome, Verdict, settle};
-    let claims: Vec<(Uuid, Option<Outcome>)> =
-        solves.iter().map(|s| (s.owner_id, Outcome::of(s.skipped, s.exact, s.value))).collect();
-    let settled = settle(&claims);
-    for (s, v) in solves.iter().zip(&settled.verdicts) {
-        sqlx::query("UPDATE endgame_solutions SET disagrees = $3 WHERE batch_id = $1 AND idx = $2")
-            .bind(s.batch_id)
-            .bind(index as i64)
-            .bind(*v == Verdict::Disagrees)
-            .execute(&mut **tx)
-            .await?;
-    }
-    let mut solvers: Vec<Uuid> = claims.into_iter().map(|(w, _)| w).collect();
-    solvers.sort();
-    solvers.dedup();
-    Ok((settled, solvers))
 }
 
 /// Sum every batch's counts of a wintable experiment, fit the table, and store it as a
@@ -638,8 +551,8 @@ async fn fit_wintable(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment
         )));
     };
     let dist = crate::artifacts::distribution(&mut **tx, &artifacts).await?;
-    let results: Vec<RecordedBatch> =
-        sqlx::query_as(counted_results!("r.experiment_id = $1")).bind(experiment).fetch_all(&mut **tx).await?;
+    let results: Vec<ledger::RecordedBatch> =
+        sqlx::query_as(ledger::counted_results!("r.experiment_id = $1")).bind(experiment).fetch_all(&mut **tx).await?;
     let mut samples = WinSamples::new(&dist);
     for r in &results {
         if let JobResult::Wintable(w) = &r.result.0 {
@@ -771,41 +684,15 @@ pub async fn logs(State(st): State<AppState>, Path((batch, which)): Path<(Uuid, 
 
 /// `GET /api/v1/experiments/{id}/batches`: every counted batch result (without logs): one per
 /// batch, validated.
-pub async fn list(State(st): State<AppState>, Path(experiment): Path<Uuid>) -> Result<Json<Vec<RecordedBatch>>> {
-    let mut rows: Vec<RecordedBatch> =
-        sqlx::query_as(counted_results!("r.experiment_id = $1")).bind(experiment).fetch_all(&st.db).await?;
+pub async fn list(
+    State(st): State<AppState>,
+    Path(experiment): Path<Uuid>,
+) -> Result<Json<Vec<ledger::RecordedBatch>>> {
+    let mut rows: Vec<ledger::RecordedBatch> =
+        sqlx::query_as(ledger::counted_results!("r.experiment_id = $1")).bind(experiment).fetch_all(&st.db).await?;
     rows.sort_by_key(|r| (r.cell_id, r.first_unit));
     Ok(Json(rows))
 }
-
-/// One counted batch result, without its logs.
-#[derive(sqlx::FromRow, serde::Serialize)]
-pub struct RecordedBatch {
-    pub batch_id: Uuid,
-    pub cell_id: Uuid,
-    pub worker_id: Uuid,
-    pub result: Db<JobResult>,
-    /// The batch's units (`JobKind::unit`): `first_unit .. first_unit + units`.
-    pub first_unit: i64,
-    pub units: i64,
-    pub elapsed_ms: i64,
-    pub received_at: chrono::DateTime<chrono::Utc>,
-}
-
-/// The result each counted batch contributes: one valid result per done batch (replicas
-/// agree, so any one will do; the first is taken).
-macro_rules! counted_results {
-    ($where:literal) => {
-        concat!(
-            "SELECT DISTINCT ON (r.batch_id) r.batch_id, r.cell_id, r.worker_id, r.result, b.first_unit, b.units, r.elapsed_ms, r.received_at
-             FROM batch_results r JOIN batches b ON b.id = r.batch_id
-             WHERE r.state = 'valid' AND b.state = 'done' AND ",
-            $where,
-            " ORDER BY r.batch_id, r.received_at"
-        )
-    };
-}
-pub(crate) use counted_results;
 
 /// Recompute every cell's tally from its counted batch results; returns the number of cells
 /// and those whose stored tally differed (and are fixed).
@@ -819,39 +706,10 @@ pub async fn recompute(db: &sqlx::PgPool, experiment: Option<Uuid>) -> anyhow::R
     .await?;
     let mut fixed = Vec::new();
     for (cell,) in &cells {
-        if recompute_cell(&mut tx, *cell).await.map_err(|e| anyhow::anyhow!(e.message))? {
+        if ledger::recompute_cell(&mut tx, *cell).await.map_err(|e| anyhow::anyhow!(e.message))? {
             fixed.push(*cell);
         }
     }
     tx.commit().await?;
     Ok((cells.len() as u64, fixed))
-}
-
-/// Set a cell's tally and done units to what its counted results say; true if they differed.
-pub async fn recompute_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uuid) -> Result<bool> {
-    let (Db(stored), done): (Db<MatchTally>, i64) =
-        sqlx::query_as("SELECT tally, done_units FROM cells WHERE id = $1 FOR UPDATE")
-            .bind(cell)
-            .fetch_one(&mut **tx)
-            .await?;
-    let results: Vec<RecordedBatch> =
-        sqlx::query_as(counted_results!("r.cell_id = $1")).bind(cell).fetch_all(&mut **tx).await?;
-    let mut sum = MatchTally::default();
-    let mut units = 0;
-    for r in &results {
-        if let JobResult::Match(t) = &r.result.0 {
-            sum.merge(t);
-        }
-        units += r.result.0.units() as i64;
-    }
-    if sum == stored && units == done {
-        return Ok(false);
-    }
-    sqlx::query("UPDATE cells SET tally = $2, done_units = $3 WHERE id = $1")
-        .bind(cell)
-        .bind(Db(&sum))
-        .bind(units)
-        .execute(&mut **tx)
-        .await?;
-    Ok(true)
 }
