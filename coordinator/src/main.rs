@@ -14,6 +14,7 @@ mod quarantine;
 mod queue;
 mod replicas;
 mod results;
+mod shed;
 mod verify;
 mod workers;
 
@@ -173,6 +174,11 @@ pub struct ServeArgs {
     /// Largest database connection pool.
     #[arg(long, env = "LEXHIVE_DB_POOL", default_value_t = 16)]
     db_pool: u32,
+    /// API requests served at once past which claims, heartbeats and registrations are refused
+    /// with 503 and `Retry-After` (uploads and researchers' requests are never refused).
+    /// 0: four per pooled database connection.
+    #[arg(long, env = "LEXHIVE_MAX_IN_FLIGHT", default_value_t = 0)]
+    max_in_flight: u32,
     /// Folder with the shipped data (enable.txt, enable.klv2, english.dist, standard15.layout).
     #[arg(long, env = "LEXHIVE_LEXICA")]
     lexica: Option<PathBuf>,
@@ -183,6 +189,7 @@ pub struct AppState {
     pub db: sqlx::PgPool,
     pub cfg: Arc<ServeArgs>,
     pub rules: verify::RulesCache,
+    pub admission: Arc<shed::Admission>,
 }
 
 fn fraction(s: &str) -> std::result::Result<f64, String> {
@@ -237,6 +244,14 @@ fn lexica_dir(arg: Option<PathBuf>) -> PathBuf {
 
 pub fn router(state: AppState) -> Router {
     let upload_cap = state.cfg.max_upload_bytes;
+    let admission = state.admission.clone();
+    // What a volunteer simply repeats later: refused first when the database is saturated.
+    let repeatable = Router::new()
+        .route("/workers/register", post(queue::register))
+        .route("/owners", post(owners::register))
+        .route("/claim", post(queue::claim))
+        .route("/batches/{id}/heartbeat", post(queue::heartbeat))
+        .route_layer(axum::middleware::from_fn_with_state(admission.clone(), shed::shed));
     let api = Router::new()
         .route("/experiments", get(experiments::api_list).post(experiments::submit))
         .route("/experiments/{id}", get(experiments::api_detail).delete(experiments::delete))
@@ -246,15 +261,13 @@ pub fn router(state: AppState) -> Router {
         .route("/experiments/{id}/history", get(experiments::api_history))
         .route("/experiments/{id}/endgames", get(endgames::api_solves))
         .route("/workers", get(workers::api_list))
-        .route("/workers/register", post(queue::register))
-        .route("/owners", post(owners::register))
-        .route("/claim", post(queue::claim))
-        .route("/batches/{id}/heartbeat", post(queue::heartbeat))
         .route("/batches/{id}/release", post(queue::release))
         .route("/batches/{id}/fail", post(queue::fail))
         .route("/batches/{id}/result", post(results::upload).layer(DefaultBodyLimit::max(upload_cap)))
         .route("/batches/{id}/logs/{which}", get(results::logs))
-        .route("/artifacts/{sha256}", get(artifacts::get));
+        .route("/artifacts/{sha256}", get(artifacts::get))
+        .merge(repeatable)
+        .route_layer(axum::middleware::from_fn_with_state(admission, shed::count));
     Router::new()
         .nest("/api/v1", api)
         .route("/", get(dashboard::experiments))
@@ -281,8 +294,18 @@ async fn serve(url: Option<&str>, args: ServeArgs) -> Result<()> {
     artifacts::ensure_defaults(&db, &lexica_dir(args.lexica.clone())).await?;
     let listener =
         tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("cannot listen on {}", args.bind))?;
-    let state = AppState { db: db.clone(), cfg: Arc::new(args.clone()), rules: verify::RulesCache::default() };
-    let reaper = tokio::spawn(reaper(db, args));
+    let limit = match args.max_in_flight {
+        0 => 4 * args.db_pool as usize,
+        n => n as usize,
+    };
+    let admission = shed::Admission::new(limit);
+    let state = AppState {
+        db: db.clone(),
+        cfg: Arc::new(args.clone()),
+        rules: verify::RulesCache::default(),
+        admission: admission.clone(),
+    };
+    let reaper = tokio::spawn(reaper(db, args, admission));
     tracing::info!(bind = %listener.local_addr()?, "serving");
     // Stdout line for scripts and tests that wait for the port.
     println!("listening on http://{}", listener.local_addr()?);
@@ -297,12 +320,22 @@ async fn serve(url: Option<&str>, args: ServeArgs) -> Result<()> {
 /// heartbeating: only once it has answered this process continuously for a lease period (after
 /// the process starts, and after any failed query). An outage of the coordinator's own database
 /// is not the workers' failure, and work finished during it is accepted when it returns.
-async fn reaper(db: sqlx::PgPool, args: ServeArgs) {
+async fn reaper(db: sqlx::PgPool, args: ServeArgs, admission: Arc<shed::Admission>) {
     let grace = Duration::from_secs(args.lease_secs);
     let mut healthy_since = std::time::Instant::now();
+    let mut shed_reported = 0;
     let mut tick = tokio::time::interval(Duration::from_secs(args.reap_secs.max(1)));
     loop {
         tick.tick().await;
+        let shed = admission.shed_total();
+        if shed > shed_reported {
+            tracing::warn!(
+                refused = shed - shed_reported,
+                since_start = shed,
+                "overloaded: refused claims, heartbeats or registrations with 503 Retry-After"
+            );
+            shed_reported = shed;
+        }
         let done = if healthy_since.elapsed() < grace {
             sqlx::query("SELECT 1").execute(&db).await.map(drop).map_err(error::Error::from)
         } else {

@@ -12,7 +12,7 @@ pub enum ClientError {
     Unreachable(String),
     /// The coordinator answered with an error.
     #[error("{message} (HTTP {status})")]
-    Status { status: u16, message: String },
+    Status { status: u16, message: String, retry_after: Option<Duration> },
 }
 
 impl ClientError {
@@ -22,6 +22,20 @@ impl ClientError {
             ClientError::Unreachable(_) => true,
             ClientError::Status { status, .. } => *status >= 500 || *status == 408 || *status == 429,
         }
+    }
+
+    /// How long the coordinator asked us to wait (`Retry-After` on a shed or rate-limited
+    /// request).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ClientError::Status { retry_after, .. } => *retry_after,
+            ClientError::Unreachable(_) => None,
+        }
+    }
+
+    /// Refused because the coordinator is overloaded: nothing happened, try again later.
+    pub fn is_shed(&self) -> bool {
+        matches!(self, ClientError::Status { status: 503, retry_after: Some(_), .. })
     }
 }
 
@@ -67,11 +81,17 @@ impl Client {
         if status.is_success() {
             return Ok(resp);
         }
+        // Seconds only: the HTTP-date form is not something our coordinator sends.
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok())
+            .map(|s| Duration::from_secs(s.min(3600)));
         let text = resp.text().await.unwrap_or_default();
         let message = serde_json::from_str::<ApiError>(&text)
             .map(|e| e.error)
             .unwrap_or_else(|_| if text.is_empty() { status.to_string() } else { text });
-        Err(ClientError::Status { status: status.as_u16(), message })
+        Err(ClientError::Status { status: status.as_u16(), message, retry_after })
     }
 
     pub async fn post<B: Serialize, R: DeserializeOwned>(&self, path: &str, body: &B) -> Result<R, ClientError> {
@@ -91,5 +111,45 @@ impl Client {
     pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>, ClientError> {
         let resp = self.send(self.request(reqwest::Method::GET, path)).await?;
         Ok(resp.bytes().await.map_err(|e| ClientError::Unreachable(e.to_string()))?.to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server that answers every request with `response`.
+    async fn answering(response: String) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let _ = s.write_all(response.as_bytes()).await;
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    #[tokio::test]
+    async fn a_shed_request_carries_the_wait_it_was_told() {
+        let body = r#"{"error":"coordinator overloaded; retry later"}"#;
+        let shed = format!(
+            "HTTP/1.1 503 Service Unavailable\r\nretry-after: 7\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let c = Client::new(&answering(shed).await, None).unwrap();
+        let e = c.post::<_, serde_json::Value>("/claim", &serde_json::json!({})).await.unwrap_err();
+        assert!(e.is_shed() && e.is_transient(), "{e:?}");
+        assert_eq!(e.retry_after(), Some(Duration::from_secs(7)));
+        assert_eq!(e.to_string(), "coordinator overloaded; retry later (HTTP 503)");
+
+        // A plain 503 (a database outage) is transient but not a refusal to shed load.
+        let down = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_string();
+        let c = Client::new(&answering(down).await, None).unwrap();
+        let e = c.post::<_, serde_json::Value>("/claim", &serde_json::json!({})).await.unwrap_err();
+        assert!(e.is_transient() && !e.is_shed() && e.retry_after().is_none(), "{e:?}");
     }
 }

@@ -1,8 +1,10 @@
 //! `worker loadtest`: many simulated volunteers against a running coordinator — register,
 //! then claim, heartbeat and upload small results in a loop — reporting requests per second
-//! and p50/p99 latency per endpoint. A benchmark, not a test: see docs/BENCHMARKS.md.
+//! and p50/p99 latency per endpoint, and how many requests the coordinator shed (503 with
+//! `Retry-After`, which the simulated workers honour as real ones do). A benchmark, not a
+//! test: see docs/BENCHMARKS.md.
 
-use crate::client::Client;
+use crate::client::{Client, ClientError};
 use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -34,10 +36,12 @@ pub struct Args {
     seconds: u64,
 }
 
-type Samples = Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>>;
+/// Per endpoint: latencies of the requests served, and of those shed.
+type Samples = Arc<Mutex<BTreeMap<&'static str, [Vec<Duration>; 2]>>>;
 
-fn record(s: &Samples, what: &'static str, d: Duration) {
-    s.lock().expect("samples").entry(what).or_default().push(d);
+fn record<T>(s: &Samples, what: &'static str, d: Duration, r: &Result<T, ClientError>) {
+    let shed = matches!(r, Err(e) if e.is_shed());
+    s.lock().expect("samples").entry(what).or_default()[shed as usize].push(d);
 }
 
 /// A result for `pairs` pairs, every game won by the first bot: small, and consistent.
@@ -100,9 +104,15 @@ async fn load(a: Args) -> Result<()> {
                     owner_token: None,
                 };
                 let t = Instant::now();
-                let r: RegisterResponse = c.post("/workers/register", &req).await?;
-                record(&s, "register", t.elapsed());
-                anyhow::Ok(r.token)
+                // Registration is shed too under load: wait as told and try again.
+                loop {
+                    let r = c.post::<_, RegisterResponse>("/workers/register", &req).await;
+                    record(&s, "register", t.elapsed(), &r);
+                    match r {
+                        Err(e) if e.is_shed() => tokio::time::sleep(e.retry_after().unwrap_or_default()).await,
+                        r => break anyhow::Ok(r?.token),
+                    }
+                }
             });
         }
         while let Some(t) = set.join_next().await {
@@ -145,7 +155,9 @@ async fn load(a: Args) -> Result<()> {
                         },
                     )
                     .await;
-                record(&s, "claim", t.elapsed());
+                record(&s, "claim", t.elapsed(), &claim);
+                // Told to wait: as a volunteer does, wait that long and a little more.
+                let mut told = None;
                 match claim {
                     Ok(ClaimResponse::Batch(b)) => {
                         let t = Instant::now();
@@ -155,9 +167,11 @@ async fn load(a: Args) -> Result<()> {
                                 &HeartbeatRequest { lease_id: b.lease_id },
                             )
                             .await;
-                        record(&s, "heartbeat", t.elapsed());
-                        if let Err(err) = hb {
-                            fail("heartbeat", err.to_string());
+                        record(&s, "heartbeat", t.elapsed(), &hb);
+                        match hb {
+                            Err(err) if err.is_shed() => {}
+                            Err(err) => fail("heartbeat", err.to_string()),
+                            Ok(_) => {}
                         }
                         let t = Instant::now();
                         let up = c
@@ -166,16 +180,20 @@ async fn load(a: Args) -> Result<()> {
                                 &fake_upload(b.lease_id, b.job.units(), &logs),
                             )
                             .await;
-                        record(&s, "result", t.elapsed());
+                        record(&s, "result", t.elapsed(), &up);
                         if let Err(err) = up {
                             fail("result", err.to_string());
                         }
                     }
                     Ok(ClaimResponse::Idle { .. }) => fail("claim", "idle".into()),
+                    Err(err) if err.is_shed() => {
+                        let f = rand::RngExt::random_range(&mut rand::rng(), 1.0..1.5);
+                        told = err.retry_after().map(|d| d.mul_f64(f));
+                    }
                     Err(err) => fail("claim", err.to_string()),
                 }
-                let rest = per_worker_gap
-                    .saturating_sub(cycle.elapsed())
+                let rest = told
+                    .unwrap_or_else(|| per_worker_gap.saturating_sub(cycle.elapsed()))
                     .min(deadline.saturating_duration_since(Instant::now()));
                 tokio::time::sleep(rest).await;
             }
@@ -203,19 +221,43 @@ async fn load(a: Args) -> Result<()> {
         a.workers,
         if a.rate > 0.0 { a.rate.to_string() } else { "unlimited".into() }
     );
-    out.push_str(&format!("{:<10} {:>9} {:>9} {:>9} {:>9}\n", "endpoint", "requests", "req/s", "p50 ms", "p99 ms"));
-    let mut total = 0;
-    for (what, v) in samples.iter() {
-        let mut v = v.clone();
-        v.sort();
-        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1000.0;
-        let rps = if *what == "register" { f64::NAN } else { v.len() as f64 / secs };
-        if *what != "register" {
-            total += v.len();
+    out.push_str(&format!(
+        "{:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}\n",
+        "endpoint", "served", "req/s", "p50 ms", "p99 ms", "shed", "shed p99 ms"
+    ));
+    let q = |v: &[Duration], p: f64| -> f64 {
+        if v.is_empty() {
+            return f64::NAN;
         }
-        out.push_str(&format!("{what:<10} {:>9} {:>9.1} {:>9.2} {:>9.2}\n", v.len(), rps, q(0.5), q(0.99)));
+        let mut v = v.to_vec();
+        v.sort();
+        v[((v.len() - 1) as f64 * p).round() as usize].as_secs_f64() * 1000.0
+    };
+    let (mut served, mut shed) = (0, 0);
+    for (what, [ok, refused]) in samples.iter() {
+        // Registration happens before the timed part: no rate for it.
+        let rps = if *what == "register" { f64::NAN } else { ok.len() as f64 / secs };
+        if *what != "register" {
+            served += ok.len();
+            shed += refused.len();
+        }
+        out.push_str(&format!(
+            "{what:<10} {:>9} {:>9.1} {:>9.2} {:>9.2} {:>9} {:>11.2}\n",
+            ok.len(),
+            rps,
+            q(ok, 0.5),
+            q(ok, 0.99),
+            refused.len(),
+            q(refused, 0.99)
+        ));
     }
-    out.push_str(&format!("all (after registering) {:>5} requests, {:.1} req/s\n", total, total as f64 / secs));
+    out.push_str(&format!(
+        "all (after registering): {} requests served, {:.1} req/s; {} shed ({:.1} req/s)\n",
+        served,
+        served as f64 / secs,
+        shed,
+        shed as f64 / secs
+    ));
     for (e, n) in errors.lock().expect("errors").iter() {
         out.push_str(&format!("errors: {n} x {e}\n"));
     }

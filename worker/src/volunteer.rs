@@ -169,7 +169,7 @@ where
                     eprintln!("{what}: {e}; retrying");
                     warned = true;
                 }
-                sleep_jittered(wait).await;
+                sleep_jittered(wait.max(e.retry_after().unwrap_or_default())).await;
                 wait = (wait * 2).min(MAX_BACKOFF);
             }
             other => return other,
@@ -261,8 +261,12 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 continue;
             }
             Err(e) if e.is_transient() => {
-                eprintln!("claim: {e}; retrying in ~{}s", backoff.as_secs_f64().round());
-                nap(backoff, &quit).await;
+                let wait = backoff.max(e.retry_after().unwrap_or_default());
+                // Being shed is routine on a busy coordinator: say so once, not every time.
+                if !e.is_shed() || backoff == Duration::from_millis(500) {
+                    eprintln!("claim: {e}; retrying in ~{}s", wait.as_secs_f64().round());
+                }
+                nap(wait, &quit).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
@@ -506,6 +510,13 @@ fn heartbeat(
                 match client.post::<_, HeartbeatResponse>(&path, &req).await {
                     Ok(r) if !r.keep_going => cancel.store(true, Ordering::SeqCst),
                     Ok(_) => {}
+                    // Shed: beat again once the coordinator's wait is over, not a whole
+                    // interval later, so that the lease is renewed in time.
+                    Err(e) if e.is_shed() => {
+                        let wait = e.retry_after().unwrap_or_default().mul_f64(rand::rng().random_range(1.0..1.5));
+                        let next = Instant::now() + wait.min(every);
+                        last_beat = next.checked_sub(every).unwrap_or(last_beat);
+                    }
                     Err(e) if e.is_transient() => eprintln!("heartbeat: {e}"),
                     Err(e) => {
                         eprintln!("heartbeat: {e}; dropping the batch");
