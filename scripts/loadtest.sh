@@ -13,7 +13,7 @@ url="http://127.0.0.1:$port"
 
 cargo build --release --locked -q -p coordinator -p worker
 pg="$(scripts/postgres.sh)"
-psql "$pg/postgres" -qc "DROP DATABASE IF EXISTS lexhive_load" -qc "CREATE DATABASE lexhive_load"
+PGOPTIONS=--client-min-messages=warning psql "$pg/postgres" -qc "DROP DATABASE IF EXISTS lexhive_load" -qc "CREATE DATABASE lexhive_load"
 export DATABASE_URL="$pg/lexhive_load"
 dir="$(mktemp -d)"
 cleanup() { kill "$(jobs -p)" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"; }
@@ -45,4 +45,3 @@ if [[ -n "$volunteer" ]]; then
         || coalesce(sum(b.failures), 0) || ' failures charged'
         FROM batches b JOIN experiments e ON e.id = b.experiment_id WHERE e.kind = 'endgame'"
 fi
-grep -o 'refused=[0-9]*' "$dir/coordinator.log" | awk -F= '{s+=$2} END {print "coordinator: " s+0 " requests shed"}'

@@ -183,3 +183,87 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
     drop(coord);
     db.drop_db().await
 }
+
+/// A Sybil pair — two workers of one owner — agrees on a made-up value for every position it
+/// solves. Cross-checks need a different owner, so the second Sybil is never handed the
+/// first's positions; honest volunteers of two other owners outvote them, and every agreed
+/// value is what a local `worker endgame` of the position gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sybil_pair_cannot_agree_a_wrong_value() -> Result<()> {
+    let db = TestDb::create().await?;
+    // Every worker untrusted: each of its positions is cross-checked by another owner.
+    let coord = Coordinator::start(&db.url, &["--batch-secs", "1", "--replicate-until", "1000", "--spot-check", "0"])?;
+    let token = researcher_token(&db.url)?;
+    let dir = Scratch::new("sybil");
+    let set = SET.replace("count = 10, extra = 4", "count = 6, extra = 0").replace("cross_check = 1.0", "cross_check = 0.0");
+    let id = submit(&coord.url, &token, &experiment_file(&dir.0, "set.toml", &set))?;
+    let api = format!("{}/api/v1", coord.url);
+    let http = reqwest::Client::new();
+    let (s, v) = post(&http, &format!("{api}/owners"), None, json!({ "name": "mallory" })).await;
+    assert_eq!(s, 200, "{v}");
+    let owner = v["token"].as_str().unwrap().to_string();
+    let mut sybils = Vec::new();
+    for name in ["sybil-a", "sybil-b"] {
+        let body = json!({ "protocol": shared::PROTOCOL_VERSION, "name": name, "threads": 1, "kinds": ["endgame"], "owner_token": owner });
+        let (s, v) = post(&http, &format!("{api}/workers/register"), None, body).await;
+        assert_eq!(s, 200, "{v}");
+        sybils.push(v["token"].as_str().unwrap().to_string());
+    }
+    let (gz, sha) = gz64("");
+    let logs = json!({ "gcg_gz": gz, "gcg_sha256": sha, "csv_gz": gz, "csv_sha256": sha });
+    // Each Sybil takes what it is given and reports the same made-up exact value for it.
+    let mut lied: HashMap<String, HashSet<u64>> = HashMap::new();
+    for (name, t) in ["sybil-a", "sybil-b"].iter().zip(&sybils) {
+        let claim = json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 1, "kinds": ["endgame"] });
+        let (s, batch) = post(&http, &format!("{api}/claim"), Some(t), claim).await;
+        assert_eq!((s, batch["status"].as_str()), (200, Some("batch")), "{batch}");
+        let positions: Vec<u64> =
+            batch["job"]["positions"].as_array().unwrap().iter().map(|p| p["index"].as_u64().unwrap()).collect();
+        let solved: Vec<Value> = positions
+            .iter()
+            .map(|&i| json!({ "index": i, "cgp": "made up", "skipped": false, "value": 999, "exact": true, "best": "-", "sequence": "-", "nodes": 1, "ms": 1 }))
+            .collect();
+        let body = json!({ "lease_id": batch["lease_id"], "elapsed_ms": 5, "result": { "kind": "endgame", "solved": solved }, "logs": logs });
+        let (s, v) =
+            post(&http, &format!("{api}/batches/{}/result", batch["batch_id"].as_str().unwrap()), Some(t), body).await;
+        assert_eq!(s, 200, "{v}");
+        lied.insert(name.to_string(), positions.into_iter().collect());
+    }
+    assert!(lied["sybil-a"].is_disjoint(&lied["sybil-b"]), "one owner's workers never solve a position twice: {lied:?}");
+
+    let mut a = volunteer(&coord.url, "honest-a", &dir.0.join("a"), &[])?;
+    let mut b = volunteer(&coord.url, "honest-b", &dir.0.join("b"), &[])?;
+    let done = wait_for_status(&coord.url, id, &["finished", "failed"], Duration::from_secs(180)).await;
+    let _ = (a.kill(), b.kill(), a.wait(), b.wait());
+    assert_eq!(done?["status"], "finished");
+
+    let rows = get_json(&format!("{api}/experiments/{id}/endgames")).await?;
+    let mut by_pos: HashMap<u64, Vec<&Value>> = HashMap::new();
+    for r in rows.as_array().unwrap() {
+        by_pos.entry(r["index"].as_u64().unwrap()).or_default().push(r);
+    }
+    assert_eq!(by_pos.len(), 6, "every position solved");
+    for (i, solves) in &by_pos {
+        let agreed: Vec<_> = solves.iter().filter(|r| r["verdict"] == "agrees").collect();
+        assert!(agreed.len() >= 2, "position {i}: agreed by two owners: {solves:?}");
+        for r in &agreed {
+            assert!(r["worker"].as_str().unwrap().starts_with("honest-"), "position {i}: {solves:?}");
+        }
+        for r in solves.iter().filter(|r| r["worker"].as_str().unwrap().starts_with("sybil-")) {
+            assert_eq!((&r["verdict"], &r["disagrees"]), (&json!("disagrees"), &json!(true)), "position {i}: {solves:?}");
+        }
+        // The agreed value is the local solver's.
+        let agreed = agreed[0];
+        if agreed["skipped"] == true {
+            continue;
+        }
+        let out = std::process::Command::new(bin("worker"))
+            .args(["endgame", "--cgp", agreed["cgp"].as_str().unwrap()])
+            .output()?;
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let local = String::from_utf8(out.stdout)?;
+        assert!(local.contains(&format!("value: {}\n", agreed["value"])), "position {i}: {agreed}\nlocal:\n{local}");
+    }
+    drop(coord);
+    db.drop_db().await
+}

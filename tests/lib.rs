@@ -370,3 +370,67 @@ pub fn dump_dom(url: &str, profile: &std::path::Path) -> Result<String> {
     }
     Ok(String::from_utf8(out.stdout)?)
 }
+
+/// A TCP proxy in front of the test Postgres, on its own thread and runtime, that can cut the
+/// database off: every open connection is dropped and new ones are closed on arrival until
+/// [`PgProxy::recover`]. To a coordinator this is exactly a Postgres restart (its connections
+/// die, and nothing answers for a while), without restarting the server other tests share.
+pub struct PgProxy {
+    pub port: u16,
+    /// `pg_base()` up to its host: `postgres://user@`.
+    prefix: String,
+    down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    conns: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl PgProxy {
+    pub fn start() -> Result<Self> {
+        use std::sync::atomic::Ordering;
+        let base = pg_base();
+        let at = base.rfind('@').map(|i| i + 1).or_else(|| base.find("://").map(|i| i + 3));
+        let at = at.context("LEXHIVE_TEST_PG: not a postgres:// URL")?;
+        let (prefix, target) = (base[..at].to_string(), base[at..].trim_end_matches('/').to_string());
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let port = listener.local_addr()?.port();
+        let down = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let conns = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (d, c) = (down.clone(), conns.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("proxy runtime");
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("proxy listener");
+                while let Ok((mut client, _)) = listener.accept().await {
+                    if d.load(Ordering::SeqCst) {
+                        continue; // dropped: closed on arrival
+                    }
+                    let target = target.clone();
+                    let task = tokio::spawn(async move {
+                        if let Ok(mut server) = tokio::net::TcpStream::connect(&target).await {
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                        }
+                    });
+                    c.lock().expect("conns").push(task.abort_handle());
+                }
+            })
+        });
+        Ok(Self { port, prefix, down, conns })
+    }
+
+    /// `db`'s URL through this proxy.
+    pub fn url(&self, db: &TestDb) -> String {
+        format!("{}127.0.0.1:{}/{}", self.prefix, self.port, db.name)
+    }
+
+    /// Cut every connection and refuse new ones.
+    pub fn outage(&self) {
+        self.down.store(true, std::sync::atomic::Ordering::SeqCst);
+        for c in self.conns.lock().expect("conns").drain(..) {
+            c.abort();
+        }
+    }
+
+    pub fn recover(&self) {
+        self.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}

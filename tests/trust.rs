@@ -3,7 +3,8 @@
 //! batch's logs, plays legal games with the wrong bot (which only a replica can catch), fails
 //! a batch on purpose, hoards leases, and runs a Sybil second worker under its own owner. The
 //! experiment must finish with exactly what a local run of its seed gives, and the liar must
-//! end quarantined with everything it contributed withdrawn.
+//! end quarantined with everything it contributed withdrawn. Where bots have time budgets
+//! (no replicas possible), a worker whose results stand out from the rest is quarantined too.
 
 use anyhow::{Context, Result, ensure};
 use base64::Engine as _;
@@ -72,14 +73,17 @@ impl Api {
 fn games(dir: &std::path::Path, batch: &Value, bots: [&str; 2]) -> Result<(String, Value)> {
     let (first, pairs) = (batch["job"]["first_pair"].as_u64().unwrap(), batch["job"]["pairs"].as_u64().unwrap());
     let names = [batch["job"]["bot1"].as_str().unwrap(), batch["job"]["bot2"].as_str().unwrap()];
-    let logs = dir.join(format!("{}-{}-{first}", bots[0], bots[1]));
-    std::fs::create_dir_all(&logs)?;
-    let out = std::process::Command::new(bin("worker"))
-        .args(["autoplay", "--bot1", bots[0], "--bot2", bots[1], "--seed", &SEED.to_string(), "--threads", "1"])
-        .args(["--games", &(2 * (first + pairs)).to_string(), "--log-dir"])
-        .arg(&logs)
-        .output()?;
-    ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let logs = dir.join(format!("{}-{}", bots[0], bots[1]));
+    // Deals are by game number, so games played once serve every later batch.
+    if !logs.join(format!("game-{:06}.gcg", 2 * (first + pairs) - 1)).exists() {
+        std::fs::create_dir_all(&logs)?;
+        let out = std::process::Command::new(bin("worker"))
+            .args(["autoplay", "--bot1", bots[0], "--bot2", bots[1], "--seed", &SEED.to_string(), "--threads", "2"])
+            .args(["--games", &(2 * (first + pairs)).max(GAMES).to_string(), "--log-dir"])
+            .arg(&logs)
+            .output()?;
+        ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
     let (mut bundle, mut outcomes) = (String::new(), Vec::new());
     for id in 2 * first..2 * (first + pairs) {
         let seat_bot = if id % 2 == 0 { [0, 1] } else { [1, 0] };
@@ -283,6 +287,69 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
         }
     }
     assert_eq!(refused, Some(429));
+    drop(coord);
+    db.drop_db().await
+}
+
+/// Time-budgeted bots cannot be replicated: a worker uploading legal games of the deals, but
+/// played by bots of its choosing (here: the second bot made hopeless), passes every replay
+/// check, and is caught by comparing its results with the other workers' in the cell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outlier_among_time_budgeted_results_is_quarantined() -> Result<()> {
+    const PAIRS: u64 = 80;
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &["--batch-secs", "1", "--replicate-until", "1000", "--spot-check", "0"])?;
+    let api = Api { http: reqwest::Client::new(), url: coord.url.clone() };
+    let researcher = researcher_token(&db.url)?;
+    let dir = Scratch::new("outlier");
+    let toml = format!(
+        "name = \"budgeted\"\nkind = \"match\"\ngames = {}\nseed = {SEED}\n[match]\nbot1 = \"static:endgame=5\"\nbot2 = \"greedy\"\n",
+        2 * PAIRS
+    );
+    let id = submit(&coord.url, &researcher, &experiment_file(&dir.0, "budgeted.toml", &toml))?;
+    let (_, v) = api.register("cheat", None).await;
+    let cheat = v["token"].as_str().unwrap().to_string();
+    let rigged = ["static", "softmax:t=100,bag=0"];
+    // Its games, played once for every deal of the cell.
+    let all = json!({ "job": { "first_pair": 0, "pairs": PAIRS, "bot1": "static:endgame=5", "bot2": "greedy" } });
+    games(&dir.0, &all, rigged)?;
+    // It uploads 40 pairs first: nothing to compare them with yet, so they count.
+    let mut uploaded = 0;
+    while uploaded < 40 {
+        let (_, batch) = api.claim(&cheat).await;
+        assert_eq!(batch["status"], "batch", "{batch}");
+        let (gcg, tally) = games(&dir.0, &batch, rigged)?;
+        let (s, v) = api.upload(&cheat, &batch, &gcg, &tally).await;
+        assert_eq!(s, 200, "legal games of the deals pass the re-play: {v}");
+        uploaded += batch["job"]["pairs"].as_u64().unwrap();
+    }
+    let exp = get_json(&format!("{}/api/v1/experiments/{id}", coord.url)).await?;
+    assert_eq!(exp["cells"][0]["games"].as_u64(), Some(2 * uploaded), "counted, as nothing contradicts them yet");
+
+    let mut honest: Vec<_> = ["h1", "h2"]
+        .iter()
+        .map(|n| volunteer(&coord.url, n, &dir.0.join(n), &["--exit-when-idle"]))
+        .collect::<Result<_>>()?;
+    wait_for_status(&coord.url, id, &["finished"], Duration::from_secs(300)).await?;
+    for w in &mut honest {
+        assert!(tokio::task::block_in_place(|| w.wait())?.success());
+    }
+    let row = worker_named(&coord.url, "cheat").await?.context("listed")?;
+    let why = row["quarantine_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("outlier") && why.contains("z = "), "{row}");
+    assert_eq!(api.claim(&cheat).await.0, 403);
+    // What counts is the honest volunteers' alone, every deal once, every game replaying.
+    let pool = db.pool().await?;
+    let (by_cheat,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM batch_results r JOIN workers w ON w.id = r.worker_id WHERE w.name = 'cheat' AND r.state <> 'withdrawn'",
+    )
+    .fetch_one(&pool)
+    .await?;
+    assert_eq!(by_cheat, 0);
+    check_totals(&coord.url, id).await?;
+    assert_eq!(check_replays(&coord.url, &db.url, id).await?, 2 * PAIRS as usize);
+    let out = coordinator_cmd(&db.url, &["recompute"])?;
+    assert!(out.contains("0 differed"), "{out}");
     drop(coord);
     db.drop_db().await
 }

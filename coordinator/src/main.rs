@@ -9,6 +9,7 @@ mod endgames;
 mod error;
 mod experiments;
 mod ledger;
+mod outliers;
 mod owners;
 mod quarantine;
 mod queue;

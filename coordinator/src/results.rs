@@ -299,7 +299,15 @@ pub async fn upload(
             });
             let alone =
                 !deterministic || !replicas::wants_replica(validated, st.cfg.replicate_until, st.cfg.spot_check);
-            settle_batch(&mut tx, batch, owner, alone, policy).await?
+            let message = settle_batch(&mut tx, batch, owner, alone, policy).await?;
+            // ... and by comparing each worker's results with the rest of the cell's.
+            if !deterministic && crate::outliers::check(&mut tx, cell).await? == Some(worker) {
+                tx.commit().await?;
+                return Err(Error::forbidden(
+                    "this worker's results are a statistical outlier in their cell; it is quarantined and its results withdrawn",
+                ));
+            }
+            message
         }
     };
     tx.commit().await?;

@@ -10,22 +10,66 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-/// Seconds a shed volunteer is told to wait. Workers add jitter and back off further on
-/// repeated refusals, so a crowd does not come back in step.
-const RETRY_AFTER_SECS: u64 = 2;
+/// The wait a shed volunteer is told, in seconds, adapts once a second: longer by a quarter
+/// while more than a tenth as many requests are refused as served, shorter by a quarter
+/// otherwise, between these bounds. Refused volunteers come back after about that long (they
+/// add jitter), so the wait settles where the coordinator is busy but refuses little: a
+/// fixed short wait would have it spend its time refusing, a long one leave it idle while its
+/// volunteers sleep.
+const MIN_RETRY_SECS: f64 = 1.0;
+const MAX_RETRY_SECS: f64 = 30.0;
 
 pub struct Admission {
     in_flight: AtomicUsize,
     limit: usize,
     shed: AtomicU64,
+    window: Mutex<Window>,
+}
+
+/// Requests served and shed in the current second, and the wait to tell the refused.
+struct Window {
+    start: Instant,
+    served: u64,
+    shed: u64,
+    retry_secs: f64,
+}
+
+impl Window {
+    fn roll(&mut self) {
+        if self.start.elapsed() >= Duration::from_secs(1) {
+            let retry_secs = if 10 * self.shed > self.served {
+                (self.retry_secs * 1.25).min(MAX_RETRY_SECS)
+            } else {
+                (self.retry_secs / 1.25).max(MIN_RETRY_SECS)
+            };
+            *self = Window { start: Instant::now(), served: 0, shed: 0, retry_secs };
+        }
+    }
 }
 
 impl Admission {
     pub fn new(limit: usize) -> Arc<Self> {
-        Arc::new(Self { in_flight: AtomicUsize::new(0), limit: limit.max(1), shed: AtomicU64::new(0) })
+        Arc::new(Self {
+            in_flight: AtomicUsize::new(0),
+            limit: limit.max(1),
+            shed: AtomicU64::new(0),
+            window: Mutex::new(Window { start: Instant::now(), served: 0, shed: 0, retry_secs: MIN_RETRY_SECS }),
+        })
+    }
+
+    fn window(&self) -> std::sync::MutexGuard<'_, Window> {
+        let mut w = self.window.lock().unwrap_or_else(|p| p.into_inner());
+        w.roll();
+        w
+    }
+
+    /// Whole seconds to tell a refused request to wait.
+    fn retry_after(&self) -> u64 {
+        self.window().retry_secs.ceil() as u64
     }
 
     /// Requests shed since start-up (logged by the reaper when it grows).
@@ -48,7 +92,11 @@ impl Drop for InFlight<'_> {
 pub async fn count(State(a): State<Arc<Admission>>, req: Request, next: Next) -> Response {
     a.in_flight.fetch_add(1, Ordering::Relaxed);
     let _guard = InFlight(&a.in_flight);
-    next.run(req).await
+    let r = next.run(req).await;
+    if r.status() != StatusCode::SERVICE_UNAVAILABLE {
+        a.window().served += 1;
+    }
+    r
 }
 
 /// Refuse a repeatable request when too many are in flight (this one included, as [`count`]
@@ -56,12 +104,13 @@ pub async fn count(State(a): State<Arc<Admission>>, req: Request, next: Next) ->
 pub async fn shed(State(a): State<Arc<Admission>>, req: Request, next: Next) -> Response {
     if a.in_flight.load(Ordering::Relaxed) > a.limit {
         a.shed.fetch_add(1, Ordering::Relaxed);
+        a.window().shed += 1;
         let mut r = (
             StatusCode::SERVICE_UNAVAILABLE,
             axum::Json(shared::protocol::ApiError { error: "coordinator overloaded; retry later".into() }),
         )
             .into_response();
-        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(a.retry_after()));
         return r;
     }
     next.run(req).await
@@ -108,7 +157,7 @@ mod tests {
         }
         let refused = send(addr, "/claim").await;
         assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
-        assert!(refused.to_ascii_lowercase().contains("retry-after: 2\r\n"), "{refused}");
+        assert!(refused.to_ascii_lowercase().contains("retry-after: 1\r\n"), "{refused}");
         assert!(refused.contains("overloaded"), "{refused}");
         assert_eq!(admission.shed_total(), 1);
         // Uploads carry finished work: counted, never refused.
@@ -121,5 +170,29 @@ mod tests {
         assert_eq!(admission.in_flight.load(Ordering::Relaxed), 0);
         assert!(send(addr, "/claim").await.starts_with("HTTP/1.1 200"), "served again once the load is gone");
         assert_eq!(admission.shed_total(), 1);
+    }
+
+    #[test]
+    fn the_wait_adapts_to_the_share_refused() {
+        let a = Admission::new(1);
+        assert_eq!(a.retry_after(), 1, "nothing refused yet");
+        let second = |served, shed| {
+            let mut w = a.window.lock().unwrap();
+            (w.start, w.served, w.shed) = (Instant::now() - Duration::from_secs(1), served, shed);
+        };
+        let mut waits = Vec::new();
+        for _ in 0..20 {
+            second(100, 50);
+            waits.push(a.retry_after());
+        }
+        assert_eq!(&waits[..6], [2, 2, 2, 3, 4, 4], "a quarter longer each busy second");
+        assert_eq!(waits[19], 30, "at most half a minute");
+        second(100, 10);
+        assert_eq!(a.retry_after(), 24, "a tenth refused: shorter again");
+        for _ in 0..30 {
+            second(100, 0);
+            a.retry_after();
+        }
+        assert_eq!(a.retry_after(), 1, "and back to a second once nothing is refused");
     }
 }

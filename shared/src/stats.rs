@@ -17,6 +17,14 @@ use std::fmt::Write;
 /// observed spread of pair results.
 pub const SMALL_PAIRS: u64 = 30;
 
+/// Pairs a worker and the rest of its cell each need before its results are compared with
+/// theirs ([`MatchTally::outlier_z`]).
+pub const OUTLIER_MIN_PAIRS: u64 = 30;
+
+/// Standard errors from the rest of its cell at which a worker's results are an outlier: about
+/// one honest worker in three million checks is flagged by chance.
+pub const OUTLIER_Z: f64 = 5.0;
+
 /// Everything the dashboards show about a set of games, from the first bot's view whatever seat
 /// it sat in. Batches always hold whole pairs (both legs of a deal).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,6 +183,19 @@ impl MatchTally {
         Some(((mean - h).max(0.0), (mean + h).min(1.0)))
     }
 
+    /// How many standard errors this tally's mean pair score lies above `rest`'s: Welch's z
+    /// over pairs, each side's variance padded as in [`MatchTally::interval`]. The check of a
+    /// worker whose games cannot be replicated (time-budgeted bots) against everyone else's in
+    /// its cell; nothing below [`OUTLIER_MIN_PAIRS`] pairs on either side.
+    pub fn outlier_z(&self, rest: &MatchTally) -> Option<f64> {
+        let (n1, n2) = (self.pairs(), rest.pairs());
+        if n1 < OUTLIER_MIN_PAIRS || n2 < OUTLIER_MIN_PAIRS {
+            return None;
+        }
+        let ((m1, v1), (m2, v2)) = (self.pair_moments(), rest.pair_moments());
+        Some((m1 - m2) / (v1 / n1 as f64 + v2 / n2 as f64).sqrt())
+    }
+
     /// Mean of the per-pair score (0, 0.25, ..., 1), and its variance estimated with a lost
     /// and a won pseudo-pair added (so never zero). Needs at least one pair.
     fn pair_moments(&self) -> (f64, f64) {
@@ -327,6 +348,23 @@ impl Sprt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outliers_are_many_standard_errors_from_the_rest() {
+        // The rest: 100 pairs around 60%; a worker whose every pair is won, and one like them.
+        let rest = tally([5, 15, 30, 30, 20]);
+        let liar = tally([0, 0, 0, 0, 40]);
+        let like = tally([2, 6, 12, 12, 8]);
+        let z = liar.outlier_z(&rest).unwrap();
+        assert!(z > OUTLIER_Z, "{z}");
+        let z = like.outlier_z(&rest).unwrap();
+        assert!(z.abs() < 1.0, "{z}");
+        // Losing everything is as far out the other way.
+        assert!(tally([40, 0, 0, 0, 0]).outlier_z(&rest).unwrap() < -OUTLIER_Z);
+        // Too few pairs on either side: no verdict.
+        assert_eq!(tally([0, 0, 0, 0, 29]).outlier_z(&rest), None);
+        assert_eq!(liar.outlier_z(&tally([0, 0, 29, 0, 0])), None);
+    }
 
     fn tally(pair_points: [u64; 5]) -> MatchTally {
         let mut t = MatchTally { pair_points, ..Default::default() };

@@ -186,10 +186,7 @@ async fn load(a: Args) -> Result<()> {
                         }
                     }
                     Ok(ClaimResponse::Idle { .. }) => fail("claim", "idle".into()),
-                    Err(err) if err.is_shed() => {
-                        let f = rand::RngExt::random_range(&mut rand::rng(), 1.0..1.5);
-                        told = err.retry_after().map(|d| d.mul_f64(f));
-                    }
+                    Err(err) if err.is_shed() => told = err.retry_after().map(crate::volunteer::shed_wait),
                     Err(err) => fail("claim", err.to_string()),
                 }
                 let rest = told

@@ -148,6 +148,13 @@ fn save_credentials(path: &Path, creds: &[Credential]) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display()))
 }
 
+/// How long to wait when the coordinator shed a request and said to retry after `told`: that,
+/// give or take a half, so that a refused crowd comes back spread out. The coordinator already
+/// lengthens `told` as the refusals grow; a backoff of our own on top would leave it idle.
+pub fn shed_wait(told: Duration) -> Duration {
+    told.mul_f64(rand::rng().random_range(0.5..1.5))
+}
+
 /// Sleep for `d` give or take a quarter, so that many workers don't retry in step.
 async fn sleep_jittered(d: Duration) {
     let f = rand::rng().random_range(0.75..1.25);
@@ -169,8 +176,13 @@ where
                     eprintln!("{what}: {e}; retrying");
                     warned = true;
                 }
-                sleep_jittered(wait.max(e.retry_after().unwrap_or_default())).await;
-                wait = (wait * 2).min(MAX_BACKOFF);
+                match e.retry_after() {
+                    Some(told) if e.is_shed() => tokio::time::sleep(shed_wait(told)).await,
+                    _ => {
+                        sleep_jittered(wait).await;
+                        wait = (wait * 2).min(MAX_BACKOFF);
+                    }
+                }
             }
             other => return other,
         }
@@ -224,6 +236,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
     // Consecutive "no work" answers stretch the wait, so idle volunteers cost the coordinator
     // little; work resets it.
     let mut idle_wait: Option<Duration> = None;
+    let mut shed = false;
     eprintln!("volunteering {threads} threads to {} as `{name}`", client.base());
     while quit.load(Ordering::SeqCst) == 0 {
         let req = ClaimRequest {
@@ -260,13 +273,19 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 nap(wait, &quit).await;
                 continue;
             }
-            Err(e) if e.is_transient() => {
-                let wait = backoff.max(e.retry_after().unwrap_or_default());
-                // Being shed is routine on a busy coordinator: say so once, not every time.
-                if !e.is_shed() || backoff == Duration::from_millis(500) {
-                    eprintln!("claim: {e}; retrying in ~{}s", wait.as_secs_f64().round());
+            Err(e) if e.is_shed() => {
+                // Routine on a busy coordinator: said once per run of refusals.
+                let told = e.retry_after().unwrap_or_default();
+                if !shed {
+                    eprintln!("claim: {e}; retrying in ~{}s", told.as_secs());
+                    shed = true;
                 }
-                nap(wait, &quit).await;
+                nap(shed_wait(told), &quit).await;
+                continue;
+            }
+            Err(e) if e.is_transient() => {
+                eprintln!("claim: {e}; retrying in ~{}s", backoff.as_secs_f64().round());
+                nap(backoff, &quit).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
@@ -283,6 +302,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
         backoff = Duration::from_millis(500);
         idle_wait = None;
         fresh = false;
+        shed = false;
         let shas: Vec<String> = batch.artifacts.iter().map(|r| r.sha256.clone()).collect();
         let data = match &loaded {
             Some((s, d)) if *s == shas => d.clone(),
@@ -513,7 +533,7 @@ fn heartbeat(
                     // Shed: beat again once the coordinator's wait is over, not a whole
                     // interval later, so that the lease is renewed in time.
                     Err(e) if e.is_shed() => {
-                        let wait = e.retry_after().unwrap_or_default().mul_f64(rand::rng().random_range(1.0..1.5));
+                        let wait = shed_wait(e.retry_after().unwrap_or_default());
                         let next = Instant::now() + wait.min(every);
                         last_beat = next.checked_sub(every).unwrap_or(last_beat);
                     }
