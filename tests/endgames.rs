@@ -195,7 +195,8 @@ async fn a_sybil_pair_cannot_agree_a_wrong_value() -> Result<()> {
     let coord = Coordinator::start(&db.url, &["--batch-secs", "1", "--replicate-until", "1000", "--spot-check", "0"])?;
     let token = researcher_token(&db.url)?;
     let dir = Scratch::new("sybil");
-    let set = SET.replace("count = 10, extra = 4", "count = 6, extra = 0").replace("cross_check = 1.0", "cross_check = 0.0");
+    let set =
+        SET.replace("count = 10, extra = 4", "count = 6, extra = 0").replace("cross_check = 1.0", "cross_check = 0.0");
     let id = submit(&coord.url, &token, &experiment_file(&dir.0, "set.toml", &set))?;
     let api = format!("{}/api/v1", coord.url);
     let http = reqwest::Client::new();
@@ -229,7 +230,10 @@ async fn a_sybil_pair_cannot_agree_a_wrong_value() -> Result<()> {
         assert_eq!(s, 200, "{v}");
         lied.insert(name.to_string(), positions.into_iter().collect());
     }
-    assert!(lied["sybil-a"].is_disjoint(&lied["sybil-b"]), "one owner's workers never solve a position twice: {lied:?}");
+    assert!(
+        lied["sybil-a"].is_disjoint(&lied["sybil-b"]),
+        "one owner's workers never solve a position twice: {lied:?}"
+    );
 
     let mut a = volunteer(&coord.url, "honest-a", &dir.0.join("a"), &[])?;
     let mut b = volunteer(&coord.url, "honest-b", &dir.0.join("b"), &[])?;
@@ -250,7 +254,11 @@ async fn a_sybil_pair_cannot_agree_a_wrong_value() -> Result<()> {
             assert!(r["worker"].as_str().unwrap().starts_with("honest-"), "position {i}: {solves:?}");
         }
         for r in solves.iter().filter(|r| r["worker"].as_str().unwrap().starts_with("sybil-")) {
-            assert_eq!((&r["verdict"], &r["disagrees"]), (&json!("disagrees"), &json!(true)), "position {i}: {solves:?}");
+            assert_eq!(
+                (&r["verdict"], &r["disagrees"]),
+                (&json!("disagrees"), &json!(true)),
+                "position {i}: {solves:?}"
+            );
         }
         // The agreed value is the local solver's.
         let agreed = agreed[0];
