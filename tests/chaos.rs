@@ -103,16 +103,8 @@ async fn an_experiment_survives_killed_volunteers_coordinators_and_database() ->
     // exactly a local run's.
     let exp = check_totals(&url, id).await?;
     assert_eq!(check_replays(&url, &db.url, id).await?, GAMES as usize, "chaos seed {chaos_seed}");
-    let out = std::process::Command::new(bin("worker"))
-        .args(["autoplay", "--bot1", "static", "--bot2", "greedy", "--games", &GAMES.to_string()])
-        .args(["--seed", &SEED.to_string(), "--threads", "2"])
-        .output()?;
-    let local = String::from_utf8(out.stdout)?;
-    let cell = &exp["cells"][0];
-    let wdl = format!("static wins: {}  draws: {}  losses: {}", cell["wins"], cell["draws"], cell["losses"]);
-    assert!(local.contains(&wdl), "chaos seed {chaos_seed}: coordinator `{wdl}`; local run:\n{local}");
-    let mean = format!("static Mean Score: {:.2}", cell["mean_score"][0].as_f64().unwrap());
-    assert!(local.contains(&mean), "chaos seed {chaos_seed}: coordinator `{mean}`; local run:\n{local}");
+    check_local_autoplay(&exp["cells"][0], ["static", "greedy"], GAMES, SEED)
+        .map_err(|e| e.context(format!("chaos seed {chaos_seed}")))?;
     let ws = get_json(&format!("{url}/api/v1/workers")).await?;
     let contributed: i64 = ws.as_array().unwrap().iter().map(|w| w["games"].as_i64().unwrap()).sum();
     assert_eq!(contributed, GAMES as i64, "chaos seed {chaos_seed}: workers' games add up to the experiment's");

@@ -434,3 +434,32 @@ impl PgProxy {
         self.down.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// A finished match cell's totals are exactly what `worker autoplay` of the same bots, games
+/// and seed prints: the same wins, draws and losses, and the same mean score.
+pub fn check_local_autoplay(cell: &Value, bots: [&str; 2], games: u64, seed: u64) -> Result<()> {
+    let out = Command::new(bin("worker"))
+        .args(["autoplay", "--bot1", bots[0], "--bot2", bots[1], "--games", &games.to_string()])
+        .args(["--seed", &seed.to_string(), "--threads", "2"])
+        .output()?;
+    ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let local = String::from_utf8(out.stdout)?;
+    let wdl = format!("{} wins: {}  draws: {}  losses: {}", bots[0], cell["wins"], cell["draws"], cell["losses"]);
+    ensure!(local.contains(&wdl), "coordinator `{wdl}`; local run:\n{local}");
+    let mean = format!("{} Mean Score: {:.2}", bots[0], cell["mean_score"][0].as_f64().context("mean score")?);
+    ensure!(local.contains(&mean), "coordinator `{mean}`; local run:\n{local}");
+    Ok(())
+}
+
+/// Start one `--exit-when-idle` volunteer per name (each its own owner), wait until the
+/// experiment finishes, and see each exit 0.
+pub async fn finish_with_volunteers(url: &str, id: Uuid, names: &[&str], home: &std::path::Path) -> Result<()> {
+    let mut honest: Vec<_> =
+        names.iter().map(|n| volunteer(url, n, &home.join(n), &["--exit-when-idle"])).collect::<Result<_>>()?;
+    wait_for_status(url, id, &["finished"], Duration::from_secs(300)).await?;
+    for w in &mut honest {
+        let status = tokio::task::block_in_place(|| w.wait())?;
+        ensure!(status.success(), "a volunteer exited with {status}");
+    }
+    Ok(())
+}

@@ -228,14 +228,7 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     }
 
     // Two honest volunteers, each its own owner, play the experiment and its replicas.
-    let mut honest: Vec<_> = ["h1", "h2"]
-        .iter()
-        .map(|n| volunteer(&coord.url, n, &dir.0.join(n), &["--exit-when-idle"]))
-        .collect::<Result<_>>()?;
-    wait_for_status(&coord.url, id, &["finished"], Duration::from_secs(300)).await?;
-    for w in &mut honest {
-        assert!(tokio::task::block_in_place(|| w.wait())?.success());
-    }
+    finish_with_volunteers(&coord.url, id, &["h1", "h2"], &dir.0).await?;
 
     // The liar was outvoted on its wrong-bot batch and quarantined; it gets no more work.
     let liar_row = worker_named(&coord.url, "liar").await?.context("liar listed")?;
@@ -254,16 +247,7 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     // Exactly what a local run of the seed gives.
     let exp = check_totals(&coord.url, id).await?;
     assert_eq!(check_replays(&coord.url, &db.url, id).await?, GAMES as usize);
-    let out = std::process::Command::new(bin("worker"))
-        .args(["autoplay", "--bot1", "static", "--bot2", "greedy", "--games", &GAMES.to_string()])
-        .args(["--seed", &SEED.to_string(), "--threads", "2"])
-        .output()?;
-    let local = String::from_utf8(out.stdout)?;
-    let cell = &exp["cells"][0];
-    let wdl = format!("static wins: {}  draws: {}  losses: {}", cell["wins"], cell["draws"], cell["losses"]);
-    assert!(local.contains(&wdl), "coordinator `{wdl}`; local run:\n{local}");
-    let mean = format!("static Mean Score: {:.2}", cell["mean_score"][0].as_f64().unwrap());
-    assert!(local.contains(&mean), "coordinator `{mean}`; local run:\n{local}");
+    check_local_autoplay(&exp["cells"][0], ["static", "greedy"], GAMES, SEED)?;
     let out = coordinator_cmd(&db.url, &["recompute"])?;
     assert!(out.contains("0 differed"), "{out}");
 
@@ -326,14 +310,7 @@ async fn an_outlier_among_time_budgeted_results_is_quarantined() -> Result<()> {
     let exp = get_json(&format!("{}/api/v1/experiments/{id}", coord.url)).await?;
     assert_eq!(exp["cells"][0]["games"].as_u64(), Some(2 * uploaded), "counted, as nothing contradicts them yet");
 
-    let mut honest: Vec<_> = ["h1", "h2"]
-        .iter()
-        .map(|n| volunteer(&coord.url, n, &dir.0.join(n), &["--exit-when-idle"]))
-        .collect::<Result<_>>()?;
-    wait_for_status(&coord.url, id, &["finished"], Duration::from_secs(300)).await?;
-    for w in &mut honest {
-        assert!(tokio::task::block_in_place(|| w.wait())?.success());
-    }
+    finish_with_volunteers(&coord.url, id, &["h1", "h2"], &dir.0).await?;
     let row = worker_named(&coord.url, "cheat").await?.context("listed")?;
     let why = row["quarantine_reason"].as_str().unwrap_or_default();
     assert!(why.contains("outlier") && why.contains("z = "), "{row}");
