@@ -67,9 +67,12 @@ impl Admission {
         w
     }
 
-    /// Whole seconds to tell a refused request to wait.
-    fn retry_after(&self) -> u64 {
-        self.window().retry_secs.ceil() as u64
+    /// Count a refusal; whole seconds to tell it to wait.
+    fn refuse(&self) -> u64 {
+        self.shed.fetch_add(1, Ordering::Relaxed);
+        let mut w = self.window();
+        w.shed += 1;
+        w.retry_secs.ceil() as u64
     }
 
     /// Requests shed since start-up (logged by the reaper when it grows).
@@ -103,14 +106,13 @@ pub async fn count(State(a): State<Arc<Admission>>, req: Request, next: Next) ->
 /// runs first).
 pub async fn shed(State(a): State<Arc<Admission>>, req: Request, next: Next) -> Response {
     if a.in_flight.load(Ordering::Relaxed) > a.limit {
-        a.shed.fetch_add(1, Ordering::Relaxed);
-        a.window().shed += 1;
+        let retry = a.refuse();
         let mut r = (
             StatusCode::SERVICE_UNAVAILABLE,
             axum::Json(shared::protocol::ApiError { error: "coordinator overloaded; retry later".into() }),
         )
             .into_response();
-        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(a.retry_after()));
+        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry));
         return r;
     }
     next.run(req).await
@@ -122,6 +124,11 @@ mod tests {
     use axum::Router;
     use axum::routing::post;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// The wait a refusal would be told now, in whole seconds.
+    fn wait(a: &Admission) -> u64 {
+        a.window().retry_secs.ceil() as u64
+    }
 
     /// One raw HTTP/1.1 POST; the whole response as text.
     async fn send(addr: std::net::SocketAddr, path: &str) -> String {
@@ -175,7 +182,7 @@ mod tests {
     #[test]
     fn the_wait_adapts_to_the_share_refused() {
         let a = Admission::new(1);
-        assert_eq!(a.retry_after(), 1, "nothing refused yet");
+        assert_eq!(wait(&a), 1, "nothing refused yet");
         let second = |served, shed| {
             let mut w = a.window.lock().unwrap();
             (w.start, w.served, w.shed) = (Instant::now() - Duration::from_secs(1), served, shed);
@@ -183,16 +190,16 @@ mod tests {
         let mut waits = Vec::new();
         for _ in 0..20 {
             second(100, 50);
-            waits.push(a.retry_after());
+            waits.push(wait(&a));
         }
         assert_eq!(&waits[..6], [2, 2, 2, 3, 4, 4], "a quarter longer each busy second");
         assert_eq!(waits[19], 30, "at most half a minute");
         second(100, 10);
-        assert_eq!(a.retry_after(), 24, "a tenth refused: shorter again");
+        assert_eq!(wait(&a), 24, "a tenth refused: shorter again");
         for _ in 0..30 {
             second(100, 0);
-            a.retry_after();
+            wait(&a);
         }
-        assert_eq!(a.retry_after(), 1, "and back to a second once nothing is refused");
+        assert_eq!(wait(&a), 1, "and back to a second once nothing is refused");
     }
 }
