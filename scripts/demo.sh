@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole local stack in one command: a Postgres (yours, or a private one in .pg/), a
-# coordinator on http://127.0.0.1:8080, a demo experiment, and one volunteer that plays it.
+# coordinator on http://127.0.0.1:8080, an experiment (the file given, else the quick match),
+# and one volunteer that plays it: `scripts/demo.sh [EXPERIMENT.toml]`.
 # Prints the dashboard URL; the coordinator keeps running (scripts/demo.sh stop ends it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,15 +23,16 @@ export DATABASE_URL="$pg/lexhive_demo"
 mkdir -p .demo
 running() { [[ -f .demo/coordinator.pid ]] && kill -0 "$(cat .demo/coordinator.pid)" 2>/dev/null; }
 if ! running; then
-    # One volunteer cannot replicate its own batches: this coordinator trusts its workers.
-    nohup target/release/coordinator serve --bind "127.0.0.1:$port" --replicate-until 0 > .demo/coordinator.log 2>&1 &
+    # One volunteer cannot replicate its own batches: this coordinator trusts its workers (no
+    # trust period, no spot checks).
+    nohup target/release/coordinator serve --bind "127.0.0.1:$port" --replicate-until 0 --spot-check 0 > .demo/coordinator.log 2>&1 &
     echo $! > .demo/coordinator.pid
     # It prints "listening on ..." once it serves (the first start builds the lexicon graph).
     for _ in $(seq 1 120); do grep -q "^listening on" .demo/coordinator.log && break; running || break; sleep 0.5; done
     grep -q "^listening on" .demo/coordinator.log || { echo "coordinator did not start; see .demo/coordinator.log" >&2; tail -3 .demo/coordinator.log >&2; exit 1; }
 fi
 token="$(target/release/coordinator token create --role researcher | tail -1)"
-id="$(target/release/worker submit examples/quick-match.toml --coordinator "$url" --token "$token" | tail -1)"
+id="$(target/release/worker submit "${1:-examples/quick-match.toml}" --coordinator "$url" --token "$token" | tail -1)"
 echo "experiment $id submitted; one volunteer plays it:"
 LEXHIVE_CONFIG_DIR="$PWD/.demo/config" LEXHIVE_CACHE_DIR="$PWD/.demo/cache" \
     target/release/worker volunteer --coordinator "$url" --name demo-volunteer --exit-when-idle

@@ -204,7 +204,7 @@ async fn queue_rules() -> Result<()> {
     assert_eq!(ba["artifacts"].as_array().unwrap().len(), 5);
     let bb = api.claim(&b, Some(2.0)).await;
     assert_eq!(bb["job"]["first_pair"], 2);
-    assert!(bb["job"]["pairs"].as_u64().unwrap() > 2, "sized by speed: {bb}");
+    assert_eq!(bb["job"]["pairs"], 2, "a probe, whatever the worker's speed, until the cell has a pace: {bb}");
     let (ida, idb) = (ba["batch_id"].as_str().unwrap(), bb["batch_id"].as_str().unwrap());
 
     // Heartbeats: only the lease holder.
@@ -563,6 +563,65 @@ async fn a_worker_is_handed_only_the_kinds_it_runs() -> Result<()> {
     db.drop_db().await
 }
 
+/// A cell whose bots take minutes a game gets small batches with deadlines that fit them,
+/// whatever the worker measured on faster bots; a fast cell gets batches sized by the worker's
+/// speed; a cell with no pace yet gets a probe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_cells_get_batches_and_deadlines_at_their_own_pace() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(
+        &db.url,
+        &["--verify-fraction", "0", "--replicate-until", "0", "--spot-check", "0", "--max-leases", "3"],
+    )?;
+    let api = Api::new(&coord.url);
+    let researcher = researcher_token(&db.url)?;
+    let big = ONE_CELL.replace("games = 40", "games = 40000");
+    let pool = db.pool().await?;
+    // As if 10 games were counted, at 10 minutes of thinking each (slow: 1,200 s a pair) or
+    // at 0.2 ms (fast).
+    for (name, micros) in [("slow", 3_000_000_000u64), ("fast", 1_000), ("fresh", 0)] {
+        let (s, v) = api.submit(Some(&researcher), &big.replace("rules", name)).await;
+        assert_eq!(s, 200, "{v}");
+        if micros > 0 {
+            sqlx::query(
+                "UPDATE cells SET tally = jsonb_set(jsonb_set(tally, '{games}', '10'), '{micros}', jsonb_build_array($2::bigint, $2::bigint))
+                 WHERE experiment_id = (SELECT id FROM experiments WHERE name = $1)",
+            )
+            .bind(name)
+            .bind(micros as i64)
+            .execute(&pool)
+            .await?;
+        }
+    }
+    let a = api.register("a").await;
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        // 20 games a second: 1,200 pairs in two minutes of fast games, 0.2 of a slow pair.
+        let b = api.claim(&a, Some(20.0)).await;
+        assert_eq!(b["status"], "batch", "{b}");
+        let (secs,): (f64,) =
+            sqlx::query_as("SELECT extract(epoch FROM deadline - now())::float8 FROM batches WHERE id = $1::uuid")
+                .bind(b["batch_id"].as_str().unwrap())
+                .fetch_one(&pool)
+                .await?;
+        seen.push((b["experiment_name"].as_str().unwrap().to_string(), b["job"]["pairs"].as_u64().unwrap(), secs));
+    }
+    seen.sort_by(|x, y| x.0.cmp(&y.0));
+    let near = |x: f64, want: f64| (x - want).abs() < 60.0;
+    let [(fast, fast_pairs, fast_secs), (fresh, fresh_pairs, fresh_secs), (slow, slow_pairs, slow_secs)] = &seen[..]
+    else {
+        panic!("{seen:?}")
+    };
+    assert!((fast.as_str(), fresh.as_str(), slow.as_str()) == ("fast", "fresh", "slow"), "{seen:?}");
+    assert!(*fast_pairs == 1200 && near(*fast_secs, 1800.0), "{seen:?}");
+    // A probe: the worker's first-batch size (its threads), the usual deadline.
+    assert!(*fresh_pairs == 2 && near(*fresh_secs, 1800.0), "{seen:?}");
+    // One pair: 1,200 s on one thread, 600 on two; four times that is the deadline.
+    assert!(*slow_pairs == 1 && near(*slow_secs, 2400.0), "{seen:?}");
+    drop(coord);
+    db.drop_db().await
+}
+
 /// Data stored before job kinds became types (specs of one shape with an `endgame` section,
 /// placeholder bots, `*_pairs` columns) reads the same after the migration: every kind's spec,
 /// targets in games or positions, and recorded batches.
@@ -715,6 +774,7 @@ async fn match_uploads_must_be_the_batchs_games() -> Result<()> {
     let mut bots = names.map(|n| BotSpec::parse(n).unwrap().build(None, None).unwrap());
     let mut mg = engine::movegen::Generator::new();
     let (mut bundle, mut outcomes) = (String::new(), Vec::new());
+    let mut csv = format!("{}\n", engine::gcg::CSV_HEADER);
     for pair in first..first + pairs {
         for leg in 0..2 {
             let rec = engine::autoplay::play_leg(ctx, &mut bots, seed, pair, leg, &mut mg);
@@ -725,6 +785,7 @@ async fn match_uploads_must_be_the_batchs_games() -> Result<()> {
                 rec.id,
                 engine::gcg::write_gcg(&rec.game, seats, &dist)
             ));
+            csv.push_str(&engine::gcg::write_csv(&rec, names, &dist));
             outcomes.push(rec.outcome());
         }
     }
@@ -732,7 +793,7 @@ async fn match_uploads_must_be_the_batchs_games() -> Result<()> {
     let path = format!("/batches/{}/result", b["batch_id"].as_str().unwrap());
     let send = |gcg: &str, tally: &Value| {
         let (gz, sha) = gz64(gcg);
-        let (cgz, csha) = gz64("");
+        let (cgz, csha) = gz64(&csv);
         let mut result = tally.clone();
         result["kind"] = json!("match");
         json!({ "lease_id": b["lease_id"], "elapsed_ms": 10, "result": result,

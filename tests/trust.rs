@@ -48,7 +48,7 @@ impl Api {
         let body = json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 1, "kinds": ["match"], "rates": { "match": 2.0 } });
         self.post("/claim", Some(token), body).await
     }
-    async fn upload(&self, token: &str, batch: &Value, gcg: &str, tally: &Value) -> (u16, Value) {
+    async fn upload(&self, token: &str, batch: &Value, logs: &Logged, tally: &Value) -> (u16, Value) {
         let gz = |text: &str| {
             use sha2::Digest;
             let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -56,7 +56,7 @@ impl Api {
             let sha = hex::encode(sha2::Sha256::digest(text.as_bytes()));
             (base64::engine::general_purpose::STANDARD.encode(e.finish().unwrap()), sha)
         };
-        let ((gcg_gz, gcg_sha256), (csv_gz, csv_sha256)) = (gz(gcg), gz("game_id\n"));
+        let ((gcg_gz, gcg_sha256), (csv_gz, csv_sha256)) = (gz(&logs.gcg), gz(&logs.csv));
         let mut result = tally.clone();
         result["kind"] = json!("match");
         let body = json!({
@@ -67,10 +67,16 @@ impl Api {
     }
 }
 
+/// A batch's GCG bundle and per-turn CSV.
+struct Logged {
+    gcg: String,
+    csv: String,
+}
+
 /// A batch's games as a liar makes them: played locally by `bots` (`worker autoplay` on the
 /// batch's seed and deals) but labelled as the batch's own bots, so that every move is legal
 /// on its deal; and the tally those logs give.
-fn games(dir: &std::path::Path, batch: &Value, bots: [&str; 2]) -> Result<(String, Value)> {
+fn games(dir: &std::path::Path, batch: &Value, bots: [&str; 2]) -> Result<(Logged, Value)> {
     let (first, pairs) = (batch["job"]["first_pair"].as_u64().unwrap(), batch["job"]["pairs"].as_u64().unwrap());
     let names = [batch["job"]["bot1"].as_str().unwrap(), batch["job"]["bot2"].as_str().unwrap()];
     let logs = dir.join(format!("{}-{}", bots[0], bots[1]));
@@ -109,7 +115,25 @@ fn games(dir: &std::path::Path, batch: &Value, bots: [&str; 2]) -> Result<(Strin
         });
         bundle.push_str(&format!("{}{id}\n{text}", shared::protocol::GAME_MARKER));
     }
-    Ok((bundle, serde_json::to_value(MatchTally::from_outcomes(&outcomes))?))
+    // The per-turn rows of these games, the player column relabelled the same way (seats
+    // alternate turns; the eight fields after the player hold no comma).
+    let quote = |name: &str| if name.contains(',') { format!("\"{name}\"") } else { name.to_string() };
+    // (`worker autoplay` writes games as they finish: put them in order.)
+    let mut rows = std::collections::BTreeMap::<u64, String>::new();
+    for row in std::fs::read_to_string(logs.join("turns.csv"))?.lines().skip(1) {
+        let (id, rest) = row.split_once(',').unwrap();
+        let (id, (turn, _)) = (id.parse::<u64>()?, rest.split_once(',').unwrap());
+        if !(2 * first..2 * (first + pairs)).contains(&id) {
+            continue;
+        }
+        let seat_bot = if id % 2 == 0 { [0, 1] } else { [1, 0] };
+        let player = names[seat_bot[(turn.parse::<usize>()? - 1) % 2]];
+        let tail: Vec<&str> = row.rsplitn(9, ',').take(8).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        rows.entry(id).or_default().push_str(&format!("{id},{turn},{},{}\n", quote(player), tail.join(",")));
+    }
+    let csv = format!("{}\n{}", engine::gcg::CSV_HEADER, rows.into_values().collect::<String>());
+    Ok((Logged { gcg: bundle, csv }, serde_json::to_value(MatchTally::from_outcomes(&outcomes))?))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,6 +191,14 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     let mut wrapped = tally_a.clone();
     wrapped["wins"] = json!(u64::MAX);
     assert_eq!(api.upload(&liar, &a, &honest_a, &wrapped).await.0, 422, "a wrapped counter");
+    // A per-turn CSV that says other than the games: a score changed on one row.
+    let lines: Vec<&str> = honest_a.csv.lines().collect();
+    let f: Vec<&str> = lines[5].split(',').collect();
+    let bent = format!("{},{},{}", f[..5].join(","), f[5].parse::<i32>()? + 1, f[6..].join(","));
+    let bent = Logged { gcg: honest_a.gcg.clone(), csv: honest_a.csv.replace(lines[5], &bent) };
+    let (s, v) = api.upload(&liar, &a, &bent, &tally_a).await;
+    assert_eq!(s, 422, "a CSV row other than its game's: {v}");
+    assert!(v["error"].as_str().unwrap_or_default().contains("logs.csv_gz: line 6"), "{v}");
     // The logs of another batch (an old upload replayed) are not this batch's games.
     let (honest_b, tally_b) = games(&dir.0, &b, ["static", "greedy"])?;
     assert_eq!(api.upload(&liar, &a, &honest_b, &tally_b).await.0, 422, "another batch's logs");

@@ -32,6 +32,17 @@ use uuid::Uuid;
 const MAX_UNITS: i64 = 10_000;
 /// How long an idle worker is told to wait before asking again.
 const IDLE_RETRY_MS: u64 = 2000;
+/// Seconds one unit of cell `c`'s work takes one thread, from the time its counted games'
+/// bots spent choosing moves (match cells with games counted; NULL otherwise).
+macro_rules! unit_secs {
+    () => {
+        "2e-6 * ((c.tally->'micros'->>0)::float8 + (c.tally->'micros'->>1)::float8) / nullif((c.tally->>'games')::float8, 0)"
+    };
+}
+
+/// A batch's deadline is at least this many times what its cell's pace says it takes (when
+/// longer than `--deadline-secs`), so that a slow but honest worker is never cut off.
+const DEADLINE_SLACK: f64 = 4.0;
 
 fn check_protocol(v: u32) -> Result<()> {
     if v != PROTOCOL_VERSION {
@@ -167,12 +178,13 @@ pub async fn claim(
     // Batches put back in the queue (expired, released, awaiting a replica) go first: they are
     // oldest work. Never to an owner that failed one or already uploaded it.
     let requeued: Option<(Uuid,)> = sqlx::query_as(
-        "UPDATE batches SET state = 'leased', lease_id = $1, lease_owner = $2, lease_expires = now() + make_interval(secs => $3),
-                deadline = now() + make_interval(secs => $6), leases = leases + 1, updated_at = now()
+        concat!("UPDATE batches SET state = 'leased', lease_id = $1, lease_owner = $2, lease_expires = now() + make_interval(secs => $3),
+                deadline = now() + make_interval(secs => greatest($6, $7 * units * coalesce((SELECT ", unit_secs!(), " FROM cells c WHERE c.id = batches.cell_id), 0) / $8)),
+                leases = leases + 1, updated_at = now()
          WHERE id = (SELECT id FROM batches WHERE state = 'queued' AND NOT ($5 = ANY (exclude_owners))
                        AND experiment_id IN (SELECT id FROM experiments WHERE kind = ANY ($4))
                      ORDER BY priority DESC, created_at FOR NO KEY UPDATE SKIP LOCKED LIMIT 1)
-         RETURNING id",
+         RETURNING id"),
     )
     .bind(lease)
     .bind(worker)
@@ -180,6 +192,8 @@ pub async fn claim(
     .bind(&kinds)
     .bind(me.owner_id)
     .bind(deadline_secs)
+    .bind(DEADLINE_SLACK)
+    .bind(threads.max(1) as f64)
     .fetch_optional(&mut *tx)
     .await?;
     let batch = match requeued {
@@ -200,11 +214,15 @@ pub async fn claim(
 
 macro_rules! runnable_cell {
     () => {
-        "SELECT c.id, c.experiment_id, c.next_unit, c.target_units, e.priority, e.kind
+        concat!(
+            "SELECT c.id, c.experiment_id, c.next_unit, c.target_units, e.priority, e.kind, ",
+            unit_secs!(),
+            " AS unit_secs
          FROM cells c JOIN experiments e ON e.id = c.experiment_id
          WHERE c.status = 'running' AND c.next_unit < c.target_units AND e.status IN ('queued', 'running')
            AND e.kind = ANY ($1)
          ORDER BY e.priority DESC, e.last_claim_at NULLS FIRST, c.last_claim_at NULLS FIRST, c.idx"
+        )
     };
 }
 
@@ -217,6 +235,7 @@ struct RunnableCell {
     target_units: i64,
     priority: i32,
     kind: String,
+    unit_secs: Option<f64>,
 }
 
 /// The worker a batch is carved for.
@@ -270,13 +289,26 @@ async fn carve(
         target_units: target,
         priority,
         kind,
+        unit_secs,
     }) = cell
     else {
         return Ok(None);
     };
     let kind = JobKind::parse(&kind).ok_or_else(|| Error::internal(format!("experiment of unknown kind `{kind}`")))?;
-    // Aim at `batch_secs` of work at the worker's measured rate for this kind.
-    let want = worker.units_for(kind, batch_secs);
+    // Aim at `batch_secs` of work at the worker's measured rate for this kind, and no more at
+    // this cell's own pace once it has one: bots of one kind may be a thousand times slower
+    // than others (a simulating bot that reads racks takes minutes a game).
+    // Until a match cell has a pace, its batches are probes of the worker's first-batch size:
+    // the worker's rate may come from bots far faster than these. (Their deadline is the usual
+    // one, so that no lease outlives it whatever its heartbeats.)
+    let unit_secs = unit_secs.filter(|s| s.is_finite() && *s > 0.0);
+    let threads = worker.threads.max(1) as f64;
+    let probe = kind == JobKind::Match && unit_secs.is_none();
+    let mut want =
+        if probe { kind.first_batch_units(threads as u64) as i64 } else { worker.units_for(kind, batch_secs) };
+    if let Some(s) = unit_secs {
+        want = want.min((batch_secs as f64 * threads / s).floor().min(i64::MAX as f64) as i64);
+    }
     // At most an eighth of the cell per batch, so that several workers can share a cell, its
     // win rate is seen converging, and an SPRT gets the chance to stop it early.
     let units = want.clamp(1, MAX_UNITS).min((target + 7) / 8).min(target - next);
@@ -303,7 +335,7 @@ async fn carve(
     .bind(lease)
     .bind(worker.id)
     .bind(lease_secs)
-    .bind(deadline_secs)
+    .bind(deadline_secs.max(DEADLINE_SLACK * units as f64 * unit_secs.unwrap_or(0.0) / threads))
     .execute(&mut **tx)
     .await?;
     Ok(Some(id))

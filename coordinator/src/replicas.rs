@@ -12,15 +12,16 @@ use uuid::Uuid;
 /// operator to look at.
 pub const MAX_RESULTS: usize = 5;
 
-/// What a replica must reproduce: the logs and every deterministic field of the result (not
-/// the thinking times, which differ from machine to machine).
-pub fn digest(result: &JobResult, gcg_sha256: &str) -> String {
+/// What a replica must reproduce: the logs (the GCG and the per-turn CSV, whose equity column
+/// the coordinator cannot re-play) and every deterministic field of the result (not the
+/// thinking times, which differ from machine to machine).
+pub fn digest(result: &JobResult, gcg_sha256: &str, csv_sha256: &str) -> String {
     let mut r = result.clone();
     if let JobResult::Match(t) = &mut r {
         t.micros = [0; 2];
     }
     let canonical = serde_json::to_string(&r).expect("results serialise");
-    crate::artifacts::sha256_hex(format!("{gcg_sha256}\n{canonical}").as_bytes())
+    crate::artifacts::sha256_hex(format!("{gcg_sha256}\n{csv_sha256}\n{canonical}").as_bytes())
 }
 
 /// One result of a batch, as the judge sees it.
@@ -108,9 +109,10 @@ mod tests {
         let mut other = t;
         other.wins = 2;
         other.losses = 0;
-        let d = |t| digest(&JobResult::Match(t), "abc");
+        let d = |t| digest(&JobResult::Match(t), "abc", "csv");
         assert_eq!(d(t), d(slow));
         assert_ne!(d(t), d(other));
-        assert_ne!(digest(&JobResult::Match(t), "abc"), digest(&JobResult::Match(t), "abd"));
+        assert_ne!(d(t), digest(&JobResult::Match(t), "abd", "csv"));
+        assert_ne!(d(t), digest(&JobResult::Match(t), "abc", "csw"));
     }
 }

@@ -51,11 +51,17 @@ fn check_log(field: &str, b64: &str, sha: &str) -> Result<(Vec<u8>, String)> {
     Ok((gz, text))
 }
 
-/// A match upload, checked against its batch before anything is locked (`verify`). An upload
-/// whose lease, kind or size is wrong is let through here: the transaction answers it.
-async fn verify_match(st: &AppState, batch: Uuid, worker: Uuid, u: &ResultUpload, gcg: String) -> Result<()> {
-    let JobResult::Match(tally) = &u.result else { return Ok(()) };
-    if st.cfg.verify_fraction == 0.0 {
+/// A match or wintable upload, checked against its batch before anything is locked
+/// (`verify`). An upload whose lease, kind or size is wrong is let through here: the
+/// transaction answers it.
+async fn verify_upload(
+    st: &AppState,
+    batch: Uuid,
+    worker: Uuid,
+    u: &ResultUpload,
+    logs: crate::verify::Texts,
+) -> Result<()> {
+    if matches!(u.result, JobResult::Endgame(_)) || st.cfg.verify_fraction == 0.0 {
         return Ok(());
     }
     #[derive(sqlx::FromRow)]
@@ -78,11 +84,9 @@ async fn verify_match(st: &AppState, batch: Uuid, worker: Uuid, u: &ResultUpload
     .await?;
     let Some(b) = row else { return Ok(()) };
     let held = b.state == "leased" && b.lease_id == Some(u.lease_id) && b.lease_owner == Some(worker);
-    let (ExperimentKind::Match(_), Some(Db(bots)), true, true) =
-        (&b.spec.kind, b.bots, held, tally.games == 2 * b.units as u64)
-    else {
+    if !held || u.result.games() != 2 * b.units as u64 {
         return Ok(());
-    };
+    }
     // An upload under the lease is as good as a heartbeat: keep the lease while the games
     // are re-played, which can take longer than the worker's heartbeat interval.
     sqlx::query(
@@ -95,17 +99,20 @@ async fn verify_match(st: &AppState, batch: Uuid, worker: Uuid, u: &ResultUpload
     .execute(&st.db)
     .await?;
     let rules = st.rules.get(&st.db, &b.artifacts).await?;
-    let m = crate::verify::MatchBatch {
-        batch,
-        seed: b.spec.seed,
-        first_pair: b.first_unit as u64,
-        pairs: b.units as u64,
-        bots,
-    };
-    let (tally, fraction) = (*tally, st.cfg.verify_fraction);
-    let checked = tokio::task::spawn_blocking(move || crate::verify::check_match(&rules, &m, &gcg, &tally, fraction))
-        .await
-        .map_err(|e| Error::internal(e.to_string()))?;
+    let (seed, first_pair, pairs, fraction) =
+        (b.spec.seed, b.first_unit as u64, b.units as u64, st.cfg.verify_fraction);
+    let checked = match (&b.spec.kind, b.bots, u.result.clone()) {
+        (ExperimentKind::Match(_), Some(Db(bots)), JobResult::Match(tally)) => {
+            let m = crate::verify::MatchBatch { batch, seed, first_pair, pairs, bots };
+            tokio::task::spawn_blocking(move || crate::verify::check_match(&rules, &m, &logs, &tally, fraction)).await
+        }
+        (ExperimentKind::Wintable(_), _, JobResult::Wintable(counts)) => {
+            let w = crate::verify::WintableBatch { seed, first_pair, pairs };
+            tokio::task::spawn_blocking(move || crate::verify::check_wintable(&rules, &w, &logs, &counts)).await
+        }
+        _ => return Ok(()),
+    }
+    .map_err(|e| Error::internal(e.to_string()))?;
     if let Err(why) = checked {
         sqlx::query("UPDATE workers SET rejected = rejected + 1 WHERE id = $1").bind(worker).execute(&st.db).await?;
         tracing::warn!(%batch, %worker, %why, "upload refused");
@@ -151,12 +158,12 @@ pub async fn upload(
     let logs = u.clone();
     let (gcg, gcg_text, csv) = tokio::task::spawn_blocking(move || -> Result<_> {
         let (gcg, text) = check_log("gcg_gz", &logs.logs.gcg_gz, &logs.logs.gcg_sha256)?;
-        let (csv, _) = check_log("csv_gz", &logs.logs.csv_gz, &logs.logs.csv_sha256)?;
-        Ok((gcg, text, csv))
+        let (csv, csv_text) = check_log("csv_gz", &logs.logs.csv_gz, &logs.logs.csv_sha256)?;
+        Ok((gcg, crate::verify::Texts { gcg: text, csv: csv_text }, csv))
     })
     .await
     .map_err(|e| Error::internal(e.to_string()))??;
-    verify_match(&st, batch, worker, &u, gcg_text).await?;
+    verify_upload(&st, batch, worker, &u, gcg_text).await?;
     let mut tx = st.db.begin().await?;
     let row: Option<BatchRow> = sqlx::query_as(
         "SELECT b.state, b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.first_unit, b.units, b.positions,
@@ -245,7 +252,7 @@ pub async fn upload(
         .bind(worker)
         .fetch_one(&mut *tx)
         .await?;
-    let digest = replicas::digest(&u.result, &u.logs.gcg_sha256);
+    let digest = replicas::digest(&u.result, &u.logs.gcg_sha256, &u.logs.csv_sha256);
     // Endgame batches are checked position by position (`record_endgames`), not replicated whole.
     let state = if matches!(u.result, JobResult::Endgame(_)) { "valid" } else { "pending" };
     sqlx::query(

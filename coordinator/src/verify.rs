@@ -1,20 +1,25 @@
 //! Never believe an upload. A match batch is deterministic given its seed and deals, so its
 //! logs can be held to the batch exactly: every game of the batch's deals is there, once and
 //! in order; each sampled game re-plays on its deal under the rules and writes back byte for
-//! byte (`engine::gcg::replay_deal`); and the tally is exactly what the logs say. Only the
-//! bots' thinking times cannot be checked; they are bounded. Which bot chose the moves is not
-//! checked here (a replica by another worker does that).
+//! byte (`engine::gcg::replay_deal`), and its per-turn CSV rows are what the game gives; and
+//! the tally is exactly what the logs say. Only the bots' thinking times cannot be checked;
+//! they are bounded. Which bot chose the moves is not checked here (a replica by another
+//! worker does that). A wintable batch's counts are made from its games, so all of its games
+//! are re-played and the counts made again.
 //!
 //! This runs before the upload's transaction, on the blocking pool, with the rules (lexicon,
 //! distribution, layout) loaded once per coordinator and experiment artifacts.
 
 use crate::error::{Error, Result};
-use engine::autoplay::Outcome;
+use engine::autoplay::{GameRecord, Outcome};
 use engine::board::Layout;
+use engine::game::Game;
+use engine::gcg::CSV_HEADER;
 use engine::lexicon::Kwg;
 use engine::movegen::Ctx;
 use engine::tiles::Distribution;
-use shared::protocol::{ArtifactRef, split_gcg_bundle};
+use engine::winpct::WinSamples;
+use shared::protocol::{ArtifactRef, WINTABLE_BOT, WinCounts, split_gcg_bundle};
 use shared::stats::MatchTally;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -90,35 +95,36 @@ fn sampled(batch: uuid::Uuid, id: u64, fraction: f64) -> bool {
     (engine::rng::derive(a ^ b, id) % 1_000_000) < (fraction * 1_000_000.0).round() as u64
 }
 
-/// Check a match upload's GCG bundle and tally against its batch; the error says what is
-/// wrong, naming the game.
+/// Check a match upload's logs and tally against its batch; the error says what is wrong,
+/// naming the game.
 pub fn check_match(
     rules: &Rules,
     b: &MatchBatch,
-    gcg: &str,
+    logs: &Texts,
     tally: &MatchTally,
     fraction: f64,
 ) -> std::result::Result<(), String> {
-    let logs = |e: String| format!("logs.gcg_gz: {e}");
-    let games = split_gcg_bundle(gcg).map_err(logs)?;
-    let want = 2 * b.first_pair..2 * (b.first_pair + b.pairs);
-    if games.len() as u64 != want.end - want.start || games.iter().zip(want.clone()).any(|((id, _), w)| *id != w) {
-        let ids: Vec<u64> = games.iter().map(|g| g.0).take(20).collect();
-        return Err(logs(format!("the batch's games are {want:?}, in order; the log has {ids:?}")));
-    }
+    let games = games_of(logs, b.first_pair, b.pairs)?;
     let mut outcomes = Vec::with_capacity(games.len());
+    let mut rows = Vec::with_capacity(games.len());
     for (id, text) in games {
         let source = format!("game {id}");
         // Leg 0 of a pair seats the first bot first.
         let seat_bot = if id % 2 == 0 { [0, 1] } else { [1, 0] };
-        if sampled(b.batch, id, fraction) {
-            let names = [b.bots[seat_bot[0]].as_str(), b.bots[seat_bot[1]].as_str()];
+        let names = [b.bots[0].as_str(), b.bots[1].as_str()];
+        let replayed = if sampled(b.batch, id, fraction) {
+            let seats = [names[seat_bot[0]], names[seat_bot[1]]];
             let deal = engine::autoplay::deal_seed(b.seed, id / 2);
-            engine::gcg::replay_deal(text, rules.ctx(), deal, names, &source).map_err(|e| logs(e.to_string()))?;
-        }
-        let s = engine::gcg::summarize(text, &source).map_err(|e| logs(e.to_string()))?;
+            Some(replay(rules, text, deal, seats, &source)?)
+        } else {
+            None
+        };
+        let s = engine::gcg::summarize(text, &source).map_err(|e| gcg_err(e.to_string()))?;
+        let turns = (s.turns[0] + s.turns[1]) as usize;
+        rows.push(Rows { id, turns, want: replayed.map(|g| csv_of(rules, id, seat_bot, g, names)) });
         outcomes.push(Outcome { id, seat_bot, scores: s.scores, bingos: s.bingos, turns: s.turns, micros: [0; 2] });
     }
+    check_csv(&logs.csv, &rows)?;
     let mut logged = MatchTally::from_outcomes(&outcomes);
     if tally.micros.iter().any(|&m| m > logged.games.saturating_mul(MAX_MICROS_PER_GAME)) {
         return Err(format!("result.micros: {:?} is more than an hour a game", tally.micros));
@@ -128,4 +134,181 @@ pub fn check_match(
         return Err(format!("result: the tally is not what the logs say; the logs give {logged:?}"));
     }
     Ok(())
+}
+
+/// The wintable batch an upload claims to be: static-vs-static games `2 * first_pair ..
+/// 2 * (first_pair + pairs)`, game `i` on deal `i` (each deal played once).
+pub struct WintableBatch {
+    pub seed: u64,
+    pub first_pair: u64,
+    pub pairs: u64,
+}
+
+/// Check a wintable upload: its counts are made from its games' positions, so every game is
+/// re-played (whatever the sampled fraction) and the counts must be exactly what they give.
+pub fn check_wintable(
+    rules: &Rules,
+    b: &WintableBatch,
+    logs: &Texts,
+    counts: &WinCounts,
+) -> std::result::Result<(), String> {
+    let games = games_of(logs, b.first_pair, b.pairs)?;
+    let mut samples = WinSamples::new(&rules.dist);
+    let mut rows = Vec::with_capacity(games.len());
+    for (id, text) in games {
+        let names = [WINTABLE_BOT; 2];
+        let deal = engine::autoplay::deal_seed(b.seed, id);
+        let game = replay(rules, text, deal, names, &format!("game {id}"))?;
+        samples.add_game(&game);
+        rows.push(Rows { id, turns: game.history.len(), want: Some(csv_of(rules, id, [0, 1], game, names)) });
+    }
+    check_csv(&logs.csv, &rows)?;
+    if counts.games != rows.len() as u64 || counts.counts != samples.to_counts() {
+        return Err("result.counts: not the counts of the logged games' positions".into());
+    }
+    Ok(())
+}
+
+/// An upload's logs, inflated.
+pub struct Texts {
+    pub gcg: String,
+    pub csv: String,
+}
+
+fn gcg_err(e: String) -> String {
+    format!("logs.gcg_gz: {e}")
+}
+
+/// The logged games, which must be exactly the batch's, once each and in order.
+fn games_of(logs: &Texts, first_pair: u64, pairs: u64) -> std::result::Result<Vec<(u64, &str)>, String> {
+    let games = split_gcg_bundle(&logs.gcg).map_err(gcg_err)?;
+    let want = 2 * first_pair..2 * (first_pair + pairs);
+    if games.len() as u64 != want.end - want.start || games.iter().zip(want.clone()).any(|((id, _), w)| *id != w) {
+        let ids: Vec<u64> = games.iter().map(|g| g.0).take(20).collect();
+        return Err(gcg_err(format!("the batch's games are {want:?}, in order; the log has {ids:?}")));
+    }
+    Ok(games)
+}
+
+fn replay(rules: &Rules, text: &str, deal: u64, seats: [&str; 2], source: &str) -> std::result::Result<Game, String> {
+    engine::gcg::replay_deal(text, rules.ctx(), deal, seats, source).map_err(|e| gcg_err(e.to_string()))
+}
+
+/// The CSV rows a re-played game gives (with the equity the replay cannot know).
+fn csv_of(rules: &Rules, id: u64, seat_bot: [usize; 2], game: Game, names: [&str; 2]) -> String {
+    let rec = GameRecord { id, deal_seed: 0, seat_bot, game, micros: [0; 2] };
+    engine::gcg::write_csv(&rec, names, &rules.dist)
+}
+
+/// One game's part of the per-turn CSV: how many rows, and for a re-played game what they are.
+struct Rows {
+    id: u64,
+    turns: usize,
+    want: Option<String>,
+}
+
+/// The per-turn CSV must be the header and then each game's rows, in the games' order. A
+/// re-played game's rows must be exactly what its game gives but for the equity column (the
+/// bot's own estimate: a replica checks it, since it is part of the digest); other games' rows
+/// must at least carry their game and turn numbers.
+fn check_csv(csv: &str, games: &[Rows]) -> std::result::Result<(), String> {
+    let err = |line: usize, m: String| format!("logs.csv_gz: line {line}: {m}");
+    let mut lines = csv.lines().enumerate().map(|(i, l)| (i + 1, l));
+    match lines.next() {
+        Some((_, h)) if h == CSV_HEADER => {}
+        _ => return Err(err(1, format!("the header is `{CSV_HEADER}`"))),
+    }
+    // Equity and the bag size are the last two fields: a bot's name may hold commas.
+    let split = |row: &str| -> Option<(String, f64)> {
+        let (head, bag) = row.rsplit_once(',')?;
+        let (head, equity) = head.rsplit_once(',')?;
+        Some((format!("{head},{bag}"), equity.parse::<f64>().ok().filter(|e| e.is_finite())?))
+    };
+    for g in games {
+        let mut want = g.want.as_deref().map(str::lines);
+        for turn in 1..=g.turns {
+            let Some((n, row)) = lines.next() else {
+                return Err(err(csv.lines().count() + 1, format!("game {} has no row for turn {turn}", g.id)));
+            };
+            if !row.starts_with(&format!("{},{turn},", g.id)) {
+                return Err(err(n, format!("expected game {}'s turn {turn}", g.id)));
+            }
+            let (got, _) = split(row).ok_or_else(|| err(n, "the equity is not a number".into()))?;
+            if let Some(w) = want.as_mut().and_then(Iterator::next)
+                && split(w).map(|(w, _)| w) != Some(got)
+            {
+                return Err(err(n, format!("the game gives `{w}` (equity aside)")));
+            }
+        }
+    }
+    if let Some((n, _)) = lines.next() {
+        return Err(err(n, "a row after the last game's".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::bots::BotSpec;
+    use shared::protocol::GAME_MARKER;
+
+    fn rules() -> Rules {
+        let lexica = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica");
+        let dist = Distribution::load(&lexica.join("english.dist")).unwrap();
+        Rules {
+            kwg: engine::lexicon::load_lexicon(&lexica.join("enable.txt"), &dist).unwrap(),
+            layout: Layout::load(&lexica.join("standard15.layout")).unwrap(),
+            dist,
+        }
+    }
+
+    /// Wintable batch `b`'s logs and counts as an honest volunteer makes them.
+    fn honest(rules: &Rules, b: &WintableBatch) -> (Texts, WinCounts) {
+        let mut bots = [BotSpec::Static.build(None, None).unwrap(), BotSpec::Static.build(None, None).unwrap()];
+        let mut mg = engine::movegen::Generator::new();
+        let mut samples = WinSamples::new(&rules.dist);
+        let mut logs = Texts { gcg: String::new(), csv: format!("{CSV_HEADER}\n") };
+        for i in 2 * b.first_pair..2 * (b.first_pair + b.pairs) {
+            let rec = engine::autoplay::play_leg(rules.ctx(), &mut bots, b.seed, i, (i % 2) as usize, &mut mg);
+            let rec = GameRecord { id: i, seat_bot: [0, 1], ..rec };
+            samples.add_game(&rec.game);
+            logs.gcg +=
+                &format!("{GAME_MARKER}{i}\n{}", engine::gcg::write_gcg(&rec.game, [WINTABLE_BOT; 2], &rules.dist));
+            logs.csv += &engine::gcg::write_csv(&rec, [WINTABLE_BOT; 2], &rules.dist);
+        }
+        (logs, WinCounts { games: 2 * b.pairs, counts: samples.to_counts() })
+    }
+
+    #[test]
+    fn a_wintable_upload_is_held_to_its_games() {
+        let rules = rules();
+        let b = WintableBatch { seed: 7, first_pair: 1, pairs: 1 };
+        let (logs, counts) = honest(&rules, &b);
+        check_wintable(&rules, &b, &logs, &counts).unwrap();
+
+        let mut more = counts.clone();
+        more.counts[0].3 += 1;
+        assert!(check_wintable(&rules, &b, &logs, &more).unwrap_err().starts_with("result.counts"));
+
+        let other = WintableBatch { seed: 8, ..b };
+        let e = check_wintable(&rules, &other, &logs, &counts).unwrap_err();
+        assert!(e.starts_with("logs.gcg_gz: game 2:"), "{e}");
+
+        // A row's score changed is caught; its equity changed is not (a replica's digest is).
+        let row = logs.csv.lines().nth(3).unwrap();
+        let f: Vec<&str> = row.split(',').collect();
+        let bent = |i: usize, v: &str| {
+            let mut f = f.clone();
+            f[i] = v;
+            Texts { gcg: logs.gcg.clone(), csv: logs.csv.replace(row, &f.join(",")) }
+        };
+        let e = check_wintable(&rules, &b, &bent(5, "999"), &counts).unwrap_err();
+        assert!(e.starts_with("logs.csv_gz: line 4:"), "{e}");
+        check_wintable(&rules, &b, &bent(9, "12.345"), &counts).unwrap();
+        let e = check_wintable(&rules, &b, &bent(9, "NaN"), &counts).unwrap_err();
+        assert!(e.contains("equity"), "{e}");
+        let short = Texts { gcg: logs.gcg.clone(), csv: logs.csv.replace(&format!("{row}\n"), "") };
+        assert!(check_wintable(&rules, &b, &short, &counts).is_err());
+    }
 }

@@ -40,7 +40,7 @@ pub fn play_game(ctx: Ctx, seated: [&mut dyn Player; 2], deal_seed: u64, mg: &mu
         }
         let s = game.on_turn;
         let clock = std::time::Instant::now();
-        let mv = seated[s].choose(ctx, &game, mg, &mut rngs[s]);
+        let mv = seated[s].decide(ctx, &game, mg, &mut rngs[s]);
         micros[s] += clock.elapsed().as_micros() as u64;
         game.play(ctx, &mv);
     }

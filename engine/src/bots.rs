@@ -5,11 +5,13 @@
 use crate::endgame::{Options, Solver, peg};
 use crate::eval::{OPENING_VOWEL_PENALTY, StaticEval, request};
 use crate::game::Game;
+use crate::infer::{self, InferConfig, Inference, Likelihood, Posterior};
 use crate::leaves::{Klv, RackLeaves};
 use crate::movegen::{Ctx, Generator, Mode};
 use crate::moves::Move;
 use crate::rng::Rng;
-use crate::sim::{SimConfig, Simulator, StopLevel};
+use crate::sim::{Opponent, SimConfig, Simulator, StopLevel};
+use crate::view::{Knows, View};
 use crate::winpct::WinTable;
 use std::fmt;
 use std::sync::Arc;
@@ -19,8 +21,21 @@ use std::time::Duration;
 pub const ENDGAME_TABLE_BYTES: usize = 32 << 20;
 
 pub trait Player: Send {
-    /// Choose a move for the player on turn. `rng` is this bot's own seeded stream.
-    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, rng: &mut Rng) -> Move;
+    /// What the bot is told of the opponent's tiles beyond what the rules show: only the
+    /// oracle bots say anything but `Knows::Nothing`.
+    fn knows(&self) -> Knows {
+        Knows::Nothing
+    }
+
+    /// Choose a move for the player on turn, from what they may know. `rng` is this bot's own
+    /// seeded stream.
+    fn choose(&mut self, ctx: Ctx, view: &View, mg: &mut Generator, rng: &mut Rng) -> Move;
+
+    /// The move of the player on turn in `game`, chosen from their view of it.
+    fn decide(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, rng: &mut Rng) -> Move {
+        let view = View::new(game, self.knows());
+        self.choose(ctx, &view, mg, rng)
+    }
 }
 
 /// A bot by name and parameters.
@@ -36,12 +51,58 @@ pub enum BotSpec {
     /// Simulates the top `k` moves `plies` deep for `iterations` (stopping early at `stop`
     /// 95/98/99 when set, or after `ms` milliseconds when set); plays like `Static` once the
     /// bag is empty (`endgame=MS` puts the solver there: see `Endgame`).
-    Sim { k: usize, plies: usize, iterations: u64, stop: Option<u8>, ms: Option<u64> },
+    /// `infer`: read the opponent's leave after each of their turns (`infer=sim|static|flat`
+    /// and its options, see [`InferSpec`]); `oracle`: be told their leave (`oracle=leave`) or
+    /// rack (`oracle=rack`).
+    Sim {
+        k: usize,
+        plies: usize,
+        iterations: u64,
+        stop: Option<u8>,
+        ms: Option<u64>,
+        infer: Option<InferSpec>,
+        oracle: Knows,
+    },
     /// `inner` (static or sim) with the endgame solver playing once the bag is empty, and for
     /// a simming bot the pre-endgame with one tile in the bag, within `ms` per move. Spelled
     /// as `inner`'s parameters plus `endgame=MS`.
     Endgame { inner: Box<BotSpec>, ms: u64 },
 }
+
+/// The simulating bot's rack inference, spelled `infer=sim,tau=0.05,infer_iters=200,infer_k=8,
+/// infer_plies=2,max_leaves=750` (the defaults) plus `seq=1` for sequential inference.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InferSpec {
+    /// The inference's options (its seed is drawn each turn; leaves are drawn `max_leaves` at a
+    /// time when sampled).
+    pub config: InferConfig,
+    /// Carry the posterior from turn to turn.
+    pub sequential: bool,
+}
+
+impl InferSpec {
+    fn new(likelihood: Likelihood) -> Self {
+        let config = InferConfig { likelihood, tau: likelihood.default_tau(), ..InferConfig::default() };
+        Self { config, sequential: false }
+    }
+
+    pub fn config(&self, seed: u64) -> InferConfig {
+        InferConfig { draws: self.config.max_leaves, seed, ..self.config.clone() }
+    }
+}
+
+macro_rules! sim_params {
+    () => {
+        "sim:k=K,plies=P,iterations=N,stop=99,ms=M (to read racks add infer=sim|static|flat,tau=T,infer_iters=N,infer_k=K,infer_plies=P,max_leaves=M,seq=0|1; to be told them, oracle=leave|rack)"
+    };
+}
+
+/// The simulating bot's parameters, as errors list them.
+pub const SIM_PARAMS: &str = sim_params!();
+
+/// Every bot and its parameters, as `worker autoplay --help` and errors list them.
+pub const BOTS: &str =
+    concat!("greedy, static, softmax:t=T,bag=N, ", sim_params!(), "; static and sim also take endgame=MS");
 
 impl BotSpec {
     pub fn parse(s: &str) -> Result<Self, crate::DataError> {
@@ -95,12 +156,15 @@ impl BotSpec {
             }
             "sim" => {
                 let (mut k, mut plies, mut iterations, mut stop, mut ms) = (15, 2, 300, None, None);
+                let (mut infer, mut oracle) = (None, Knows::Nothing);
                 let num = |v: &str, what: &str, max: u64| {
                     v.parse::<u64>()
                         .ok()
                         .filter(|n| (1..=max).contains(n))
                         .ok_or_else(|| format!("bot `{s}`: {what} must be 1 to {max}"))
                 };
+                // Inference options come after `infer=` is known, whatever their order.
+                let mut reading = Vec::new();
                 for (key, v) in kv {
                     match key {
                         "k" => k = num(v, "k", 100)? as usize,
@@ -121,14 +185,65 @@ impl BotSpec {
                             )
                         }
                         "ms" => ms = Some(num(v, "ms", 3_600_000)?),
-                        k => return unknown(k),
+                        "infer" => {
+                            let l = Likelihood::parse(v)
+                                .ok_or_else(|| format!("bot `{s}`: infer must be sim, static or flat"))?;
+                            infer = Some(InferSpec::new(l));
+                        }
+                        "oracle" => {
+                            oracle = match v {
+                                "leave" => Knows::Leave,
+                                "rack" => Knows::Rack,
+                                _ => return Err(format!("bot `{s}`: oracle must be leave or rack")),
+                            }
+                        }
+                        "tau" | "infer_iters" | "infer_k" | "infer_plies" | "max_leaves" | "seq" => {
+                            reading.push((key, v))
+                        }
+                        k => return Err(format!("bot `{s}`: unknown parameter `{k}` (known: {SIM_PARAMS})")),
                     }
                 }
-                Ok(BotSpec::Sim { k, plies, iterations, stop, ms })
+                if let Some((key, _)) = reading.first()
+                    && infer.is_none()
+                {
+                    return Err(format!("bot `{s}`: `{key}` needs infer=sim|static|flat"));
+                }
+                if let Some(spec) = infer.as_mut() {
+                    if oracle != Knows::Nothing {
+                        return Err(format!("bot `{s}`: an oracle is told what inference would guess; use one"));
+                    }
+                    for (key, v) in reading {
+                        match key {
+                            "tau" => {
+                                spec.config.tau = v
+                                    .parse::<f64>()
+                                    .ok()
+                                    .filter(|t| t.is_finite() && *t > 0.0 && *t <= 1000.0)
+                                    .ok_or_else(|| format!("bot `{s}`: tau must be a number above 0, at most 1000"))?
+                            }
+                            "infer_iters" => spec.config.iterations = num(v, "infer_iters", 100_000)?,
+                            "infer_k" => spec.config.candidates = num(v, "infer_k", 100)? as usize,
+                            "infer_plies" => {
+                                spec.config.plies = v
+                                    .parse()
+                                    .ok()
+                                    .filter(|p| *p <= 20)
+                                    .ok_or_else(|| format!("bot `{s}`: infer_plies must be 0 to 20"))?
+                            }
+                            "max_leaves" => spec.config.max_leaves = num(v, "max_leaves", 1_000_000)? as usize,
+                            _ => {
+                                spec.sequential = match v {
+                                    "0" => false,
+                                    "1" => true,
+                                    _ => return Err(format!("bot `{s}`: seq must be 0 or 1")),
+                                }
+                            }
+                        }
+                    }
+                }
+                Ok(BotSpec::Sim { k, plies, iterations, stop, ms, infer, oracle })
             }
-            _ => Err(format!(
-                "unknown bot `{name}` (known: greedy, static, softmax:t=T,bag=N, sim:k=K,plies=P,iterations=N,stop=99,ms=M; static and sim also take endgame=MS)"
-            )),
+            _ => Err(format!("unknown bot `{name}` (known: {BOTS})")),
         }
     }
 
@@ -167,11 +282,22 @@ impl BotSpec {
             BotSpec::Greedy => Box::new(Greedy),
             BotSpec::Static => Box::new(StaticEval::new(leaves)),
             BotSpec::Softmax { t, bag } => Box::new(Softmax { eval: StaticEval::new(leaves), t, bag }),
-            BotSpec::Sim { k, plies, iterations, stop, ms } => {
+            BotSpec::Sim { k, plies, iterations, stop, ms, ref infer, oracle } => {
                 let table = table
                     .ok_or_else(|| crate::DataError::new("bot", format!("`{self}` needs a win-probability table")))?;
                 let stop = stop.map(|l| StopLevel::parse(&l.to_string()).expect("parsed as 95, 98 or 99"));
-                Box::new(SimBot { eval: StaticEval::new(leaves), table, k, plies, iterations, stop, ms })
+                Box::new(SimBot {
+                    eval: StaticEval::new(leaves),
+                    table,
+                    k,
+                    plies,
+                    iterations,
+                    stop,
+                    ms,
+                    infer: infer.clone(),
+                    oracle,
+                    memory: None,
+                })
             }
             BotSpec::Endgame { ref inner, ms } => {
                 let peg = match **inner {
@@ -196,7 +322,7 @@ impl fmt::Display for BotSpec {
             BotSpec::Greedy => write!(f, "greedy"),
             BotSpec::Static => write!(f, "static"),
             BotSpec::Softmax { t, bag } => write!(f, "softmax:t={t},bag={bag}"),
-            BotSpec::Sim { k, plies, iterations, stop, ms } => {
+            BotSpec::Sim { k, plies, iterations, stop, ms, infer, oracle } => {
                 write!(f, "sim:k={k},plies={plies},iterations={iterations}")?;
                 if let Some(l) = stop {
                     write!(f, ",stop={l}")?;
@@ -204,7 +330,26 @@ impl fmt::Display for BotSpec {
                 if let Some(ms) = ms {
                     write!(f, ",ms={ms}")?;
                 }
-                Ok(())
+                if let Some(i) = infer {
+                    write!(
+                        f,
+                        ",infer={},tau={},infer_iters={},infer_k={},infer_plies={},max_leaves={}",
+                        i.config.likelihood.name(),
+                        i.config.tau,
+                        i.config.iterations,
+                        i.config.candidates,
+                        i.config.plies,
+                        i.config.max_leaves
+                    )?;
+                    if i.sequential {
+                        write!(f, ",seq=1")?;
+                    }
+                }
+                match oracle {
+                    Knows::Nothing => Ok(()),
+                    Knows::Leave => write!(f, ",oracle=leave"),
+                    Knows::Rack => write!(f, ",oracle=rack"),
+                }
             }
             BotSpec::Endgame { inner, ms } => {
                 let inner = inner.to_string();
@@ -217,7 +362,8 @@ impl fmt::Display for BotSpec {
 pub struct Greedy;
 
 impl Player for Greedy {
-    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, _rng: &mut Rng) -> Move {
+    fn choose(&mut self, ctx: Ctx, view: &View, mg: &mut Generator, _rng: &mut Rng) -> Move {
+        let game = view.game();
         let leaves = RackLeaves::new(&game.racks[game.on_turn], |_| 0);
         mg.generate(ctx, &request(game, &leaves, 0), Mode::Best(1))[0]
     }
@@ -225,7 +371,8 @@ impl Player for Greedy {
 
 /// The static bot plays the static evaluator's best move.
 impl Player for StaticEval {
-    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, _rng: &mut Rng) -> Move {
+    fn choose(&mut self, ctx: Ctx, view: &View, mg: &mut Generator, _rng: &mut Rng) -> Move {
+        let game = view.game();
         self.best_move(ctx, game, mg)
     }
 }
@@ -237,9 +384,10 @@ pub struct Softmax {
 }
 
 impl Player for Softmax {
-    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, rng: &mut Rng) -> Move {
+    fn choose(&mut self, ctx: Ctx, view: &View, mg: &mut Generator, rng: &mut Rng) -> Move {
+        let game = view.game();
         if game.bag.len() <= self.bag || self.t == 0.0 {
-            return self.eval.choose(ctx, game, mg, rng);
+            return self.eval.choose(ctx, view, mg, rng);
         }
         let leaves = self.eval.rack_leaves(ctx, game);
         let moves = mg.generate(ctx, &request(game, &leaves, OPENING_VOWEL_PENALTY), Mode::All);
@@ -258,7 +406,8 @@ impl Player for Softmax {
     }
 }
 
-/// The simulating bot: the static evaluator's top `k`, rolled out `plies` deep.
+/// The simulating bot: the static evaluator's top `k`, rolled out `plies` deep, the
+/// opponent's rack dealt from what it read of them (`infer`) or was told (`oracle`).
 pub struct SimBot {
     eval: StaticEval,
     table: Arc<WinTable>,
@@ -267,21 +416,30 @@ pub struct SimBot {
     iterations: u64,
     stop: Option<StopLevel>,
     ms: Option<u64>,
+    infer: Option<InferSpec>,
+    oracle: Knows,
+    /// For sequential inference: the posterior after the opponent's turn of this index and
+    /// move (checked, so that a new game or a pass starts afresh).
+    memory: Option<(usize, Move, Posterior)>,
 }
 
 impl Player for SimBot {
-    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, rng: &mut Rng) -> Move {
+    fn knows(&self) -> Knows {
+        self.oracle
+    }
+
+    fn choose(&mut self, ctx: Ctx, view: &View, mg: &mut Generator, rng: &mut Rng) -> Move {
+        let game = view.game();
         // With the bag empty the opponent's rack is known and simulating is pointless: the
         // static evaluator plays (with its going-out adjustments), unless `EndgamePlayer`
         // wraps this bot and solves it first.
         if game.bag.is_empty() || self.k == 1 {
-            return self.eval.choose(ctx, game, mg, rng);
+            return self.eval.choose(ctx, view, mg, rng);
         }
         let moves = self.eval.best(ctx, game, mg, self.k).to_vec();
         if moves.len() == 1 {
             return moves[0];
         }
-        let sim = Simulator { ctx, leaves: self.eval.leaves().cloned(), table: &self.table };
         let cfg = SimConfig {
             candidates: self.k,
             plies: self.plies,
@@ -290,7 +448,41 @@ impl Player for SimBot {
             seed: rng.next_u64(),
             time_limit: self.ms.map(std::time::Duration::from_millis),
         };
-        sim.run_moves(game, moves, &cfg, &|_| {}).candidates[0].mv
+        let opponent = self.opponent(ctx, view, rng);
+        let sim = Simulator { ctx, leaves: self.eval.leaves().cloned(), table: &self.table };
+        sim.run_against(game, moves, &cfg, &opponent, &|_| {}).candidates[0].mv
+    }
+}
+
+impl SimBot {
+    /// What the simulation deals the opponent: what an oracle was told, or the posterior
+    /// after their last turn, gated by how many leaves it holds.
+    fn opponent(&mut self, ctx: Ctx, view: &View, rng: &mut Rng) -> Opponent {
+        if self.oracle != Knows::Nothing {
+            return view.revealed().map_or(Opponent::Unknown, |t| Opponent::Holds(t.to_vec()));
+        }
+        let Some(spec) = &self.infer else {
+            return Opponent::Unknown;
+        };
+        let seed = rng.next_u64();
+        let Some(obs) = infer::observe(ctx, view) else {
+            return Opponent::Unknown;
+        };
+        let previous = self
+            .memory
+            .as_ref()
+            .filter(|(turn, mv, _)| {
+                spec.sequential && obs.turn >= 2 && *turn == obs.turn - 2 && view.turn(*turn).mv == *mv
+            })
+            .map(|m| &m.2);
+        let inference = Inference { ctx, leaves: self.eval.leaves().cloned(), table: &self.table };
+        let post = inference.infer(&obs, &spec.config(seed), previous);
+        let alpha = infer::gate(post.leaves.len());
+        let leaves = post.leaves.iter().map(|w| (w.leave.clone(), w.weight)).collect();
+        if spec.sequential {
+            self.memory = Some((obs.turn, view.turn(obs.turn).mv, post));
+        }
+        Opponent::Inferred { leaves, alpha }
     }
 }
 
@@ -307,7 +499,12 @@ pub struct EndgamePlayer {
 }
 
 impl Player for EndgamePlayer {
-    fn choose(&mut self, ctx: Ctx, game: &Game, mg: &mut Generator, rng: &mut Rng) -> Move {
+    fn knows(&self) -> Knows {
+        self.inner.knows()
+    }
+
+    fn choose(&mut self, ctx: Ctx, view: &View, mg: &mut Generator, rng: &mut Rng) -> Move {
+        let game = view.game();
         if game.bag.is_empty() {
             let opts = Options { time_limit: Some(self.limit), ..Options::default() };
             if let Ok(sol) = self.solver.solve(ctx, game, &opts, &|_| {})
@@ -329,6 +526,6 @@ impl Player for EndgamePlayer {
                 return best.mv;
             }
         }
-        self.inner.choose(ctx, game, mg, rng)
+        self.inner.choose(ctx, view, mg, rng)
     }
 }

@@ -4,11 +4,11 @@
 use crate::autoplay::GameRecord;
 use crate::board::{ACROSS, Board, DIM};
 use crate::error::DataError;
-use crate::game::Game;
+use crate::game::{Game, Turn};
 use crate::leaves::RackLeaves;
 use crate::movegen::{Ctx, Generator, Mode, Request};
 use crate::moves::{Kind, Move, parse_coord};
-use crate::tiles::{Distribution, letter_of};
+use crate::tiles::{Distribution, RACK_SIZE, letter_of};
 use std::fmt::Write;
 
 /// GCG text of a game; `names[s]` names seat `s` (nicknames `p1`, `p2`).
@@ -54,7 +54,8 @@ pub fn gcg_move(mv: &Move, dist: &Distribution) -> String {
     }
 }
 
-/// Per-turn CSV rows of one game (no header); `player` is the bot's name.
+/// Per-turn CSV rows of one game (no header); `player` is the bot's name, quoted when it holds
+/// a comma or a quote (bot specs such as `softmax:t=1,bag=60` do).
 pub fn write_csv(r: &GameRecord, names: [&str; 2], dist: &Distribution) -> String {
     let mut s = String::new();
     for (i, t) in r.game.history.iter().enumerate() {
@@ -70,7 +71,7 @@ pub fn write_csv(r: &GameRecord, names: [&str; 2], dist: &Distribution) -> Strin
             "{},{},{},{},{},{},{},{},{},{:.3},{}",
             r.id,
             i + 1,
-            names[r.seat_bot[t.player]],
+            csv_field(names[r.seat_bot[t.player]]),
             dist.rack_string(&t.rack),
             t.mv.notation(dist, |row, col| r.game.board.at(row, col)),
             t.score,
@@ -84,12 +85,29 @@ pub fn write_csv(r: &GameRecord, names: [&str; 2], dist: &Distribution) -> Strin
     s
 }
 
+/// A CSV field as RFC 4180 writes it.
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")).into() } else { s.into() }
+}
+
 /// Result of replaying a GCG file.
 #[derive(Debug)]
 pub struct Replay {
     pub board: Board,
     pub scores: [i32; 2],
     pub moves: usize,
+    /// Every move line, in file order.
+    pub turns: Vec<LoggedTurn>,
+}
+
+/// One move line of a log: who moved (by `#player` order), the rack shown, the move.
+#[derive(Clone, Debug)]
+pub struct LoggedTurn {
+    pub player: usize,
+    pub rack: Vec<u8>,
+    pub mv: Move,
+    /// The line in the file (from 1).
+    pub line: usize,
 }
 
 /// Replay a GCG game: every placement must be legal on the board with the listed rack, every
@@ -102,6 +120,7 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
     let mut scores = [0i32; 2];
     let mut mg = Generator::new();
     let mut moves = 0;
+    let mut turns = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let at = |m: String| DataError::new(format!("{source}:{}", i + 1), m);
         let line = raw.trim_end();
@@ -153,6 +172,7 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
         if mv.kind == Kind::Place {
             board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), ctx.kwg, dist);
         }
+        turns.push(LoggedTurn { player: p, rack, mv, line: i + 1 });
         moves += 1;
     }
     let used = crate::game::board_counts(&board);
@@ -162,7 +182,84 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
             format!("more `{}` on the board than the distribution holds", dist.rack_char(t)),
         ));
     }
-    Ok(Replay { board, scores, moves })
+    Ok(Replay { board, scores, moves, turns })
+}
+
+/// The game after the first `n` turns of a replayed log, for the player who moves next: the
+/// board, scores and history as logged, that player's rack `rack` (else the rack the log
+/// shows on their next turn), and the other tiles split between the opponent's rack (as many
+/// as they hold) and the bag in no particular order; a [`crate::view::View`] hides that split.
+pub fn game_at(replay: &Replay, n: usize, rack: Option<Vec<u8>>, ctx: Ctx) -> Result<Game, String> {
+    let dist = ctx.dist;
+    if n == 0 || n > replay.turns.len() {
+        return Err(format!("turn {n}: the log has turns 1 to {}", replay.turns.len()));
+    }
+    let total: usize = (0..dist.size() as u8).map(|t| dist.count(t) as usize).sum();
+    let mut game = Game::new(dist, 0);
+    game.racks = [Vec::new(), Vec::new()];
+    let mut sizes = [RACK_SIZE; 2];
+    let mut bag = total - 2 * RACK_SIZE;
+    for t in &replay.turns[..n] {
+        let p = t.player;
+        sizes[p] = t.rack.len();
+        let mut after = t.rack.clone();
+        for u in t.mv.rack_tiles() {
+            let k = after.iter().position(|&x| x == u).ok_or("a move's tiles are not on its rack")?;
+            after.swap_remove(k);
+        }
+        if t.mv.kind == Kind::Place {
+            game.board.place(t.mv.dir(), t.mv.lane as usize, t.mv.start as usize, t.mv.tiles(), ctx.kwg, dist);
+            game.scores[p] += t.mv.score;
+            let drawn = t.mv.tiles_used().min(bag);
+            bag -= drawn;
+            sizes[p] = sizes[p] - t.mv.tiles_used() + drawn;
+        }
+        game.scoreless = if t.mv.kind == Kind::Place && t.mv.score > 0 { 0 } else { game.scoreless + 1 };
+        game.history.push(Turn {
+            player: p,
+            rack: t.rack.clone(),
+            mv: t.mv,
+            score: t.mv.score,
+            total: game.scores[p],
+            bag_after: bag,
+        });
+    }
+    let me = 1 - replay.turns[n - 1].player;
+    let mine = match rack {
+        Some(r) => r,
+        None => match replay.turns.get(n) {
+            Some(next) if next.player == me => next.rack.clone(),
+            _ => return Err(format!("turn {n}: the log shows no rack for the player who moves next; give one")),
+        },
+    };
+    let mut unseen: Vec<u8> =
+        (0..dist.size() as u8).flat_map(|t| std::iter::repeat_n(t, dist.count(t) as usize)).collect();
+    let on_board = crate::game::board_counts(&game.board);
+    for t in 0..dist.size() as u8 {
+        for _ in 0..on_board[t as usize] {
+            unseen.remove(unseen.iter().position(|&x| x == t).expect("the log's tiles fit the distribution"));
+        }
+    }
+    for &t in &mine {
+        let k = unseen
+            .iter()
+            .position(|&x| x == t)
+            .ok_or_else(|| format!("rack {}: more `{}` than are unseen", dist.rack_string(&mine), dist.rack_char(t)))?;
+        unseen.remove(k);
+    }
+    let opp = 1 - me;
+    if unseen.len() != sizes[opp] + bag {
+        return Err(format!(
+            "after turn {n}: {} tiles unseen, but the opponent holds {} and the bag {bag}",
+            unseen.len(),
+            sizes[opp]
+        ));
+    }
+    game.racks[me] = mine;
+    game.racks[opp] = unseen[..sizes[opp]].to_vec();
+    game.bag = crate::game::Bag::from_tiles(unseen[sizes[opp]..].to_vec(), 0);
+    game.on_turn = me;
+    Ok(game)
 }
 
 /// The move a GCG move field names (`8D WO.D`, `-TILES`, `-`), with its score, for `rack` on

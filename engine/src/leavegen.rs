@@ -122,12 +122,12 @@ impl Samples {
                 continue;
             }
             let next = &h[i + 2];
-            let leave = leave_of(&t.rack, &t.mv);
+            let leave = t.mv.leave(&t.rack);
             if leave.len() > MAX_LEAVE {
                 continue;
             }
             let carry = match prev {
-                Some(k) if next.bag_after > 0 => Klv::millis(k.value(&leave_of(&next.rack, &next.mv))),
+                Some(k) if next.bag_after > 0 => Klv::millis(k.value(&next.mv.leave(&next.rack))),
                 _ => 0,
             };
             self.add(&leave, next.score as i64 * 1000 + carry as i64, dist);
@@ -159,18 +159,6 @@ impl Samples {
         }
         Klv::build(entries)
     }
-}
-
-/// The rack left after a move (sorted).
-pub fn leave_of(rack: &[u8], mv: &crate::moves::Move) -> Vec<u8> {
-    let mut left = rack.to_vec();
-    for t in mv.rack_tiles() {
-        if let Some(k) = left.iter().position(|&x| x == t) {
-            left.swap_remove(k);
-        }
-    }
-    left.sort_unstable();
-    left
 }
 
 /// Every sorted multiset of 1..=MAX_LEAVE tiles the distribution allows.

@@ -10,6 +10,7 @@ pub mod error;
 pub mod eval;
 pub mod game;
 pub mod gcg;
+pub mod infer;
 pub mod leavegen;
 pub mod leaves;
 pub mod lexicon;
@@ -19,6 +20,7 @@ pub mod rng;
 pub mod sim;
 pub mod stats;
 pub mod tiles;
+pub mod view;
 pub mod winpct;
 
 pub use error::DataError;

@@ -61,6 +61,18 @@ impl Move {
             .filter(move |&&t| !place || t != 0)
             .map(move |&t| if place && t & BLANK_BIT != 0 { 0 } else { t })
     }
+    /// The tiles `rack` keeps after this move, sorted.
+    pub fn leave(&self, rack: &[u8]) -> Vec<u8> {
+        let mut left = rack.to_vec();
+        for t in self.rack_tiles() {
+            if let Some(k) = left.iter().position(|&x| x == t) {
+                left.swap_remove(k);
+            }
+        }
+        left.sort_unstable();
+        left
+    }
+
     pub fn tiles_used(&self) -> usize {
         match self.kind {
             Kind::Place => self.tiles().iter().filter(|&&t| t != 0).count(),

@@ -75,6 +75,20 @@ pub struct Candidate {
     pub equity: Welford,
     /// Cut by the stopping rule (its statistics stop there).
     pub cut: bool,
+    /// Win probability minus the reference candidate's in the same iteration (a [`Check`]'s
+    /// `paired_with`; empty without one): on common random numbers, far tighter than the
+    /// difference of two means.
+    pub paired: Welford,
+}
+
+/// A caller's own stopping rule for [`Simulator::run_checked`].
+pub struct Check<'a> {
+    /// Iterations between calls of `go_on`.
+    pub every: u64,
+    /// The candidate (by index in the order given) that `Candidate::paired` is measured against.
+    pub paired_with: usize,
+    /// Carry on? Given the candidates in the order given.
+    pub go_on: &'a (dyn Fn(&[Candidate]) -> bool + Sync),
 }
 
 #[derive(Clone, Debug)]
@@ -107,13 +121,45 @@ impl Simulator<'_> {
         cfg: &SimConfig,
         progress: &(dyn Fn(u64) + Sync),
     ) -> SimResult {
+        self.run_against(game, moves, cfg, &Opponent::Unknown, progress)
+    }
+
+    /// Simulate the given candidate moves, dealing the opponent's rack as `opponent` says.
+    pub fn run_against(
+        &self,
+        game: &Game,
+        moves: Vec<Move>,
+        cfg: &SimConfig,
+        opponent: &Opponent,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> SimResult {
+        self.run_checked(game, moves, cfg, opponent, None, progress)
+    }
+
+    /// `run_against`, asking `check` whether to carry on every `check.every` iterations. The
+    /// statistics after `n` iterations do not depend on how often it is asked.
+    pub fn run_checked(
+        &self,
+        game: &Game,
+        moves: Vec<Move>,
+        cfg: &SimConfig,
+        opponent: &Opponent,
+        check: Option<&Check>,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> SimResult {
         let me = game.on_turn;
         let mut base = game.clone();
         base.history.clear();
         base.adjustments.clear();
         let mut cands: Vec<Candidate> = moves
             .into_iter()
-            .map(|mv| Candidate { mv, win: Welford::default(), equity: Welford::default(), cut: false })
+            .map(|mv| Candidate {
+                mv,
+                win: Welford::default(),
+                equity: Welford::default(),
+                cut: false,
+                paired: Welford::default(),
+            })
             .collect();
         // The unseen tiles from the mover's seat: the bag and the opponent's rack.
         let mut unseen: Vec<u8> = base.bag.tiles().to_vec();
@@ -128,14 +174,14 @@ impl Simulator<'_> {
             && (cands.iter().filter(|c| !c.cut).count() > 1 || cfg.stop.is_none())
             && deadline.is_none_or(|d| std::time::Instant::now() < d)
         {
-            let n = BLOCK.min(cfg.iterations - done);
+            let n = check.map_or(BLOCK, |c| c.every.max(1)).min(cfg.iterations - done);
             let active: Vec<bool> = cands.iter().map(|c| !c.cut).collect();
             let results: Vec<Vec<Option<(f64, f64)>>> = (done..done + n)
                 .into_par_iter()
                 .map_init(
                     || (Generator::new(), StaticEval::new(self.leaves.clone())),
                     |(mg, bot), i| {
-                        let deal = deal(&base, &unseen, opp_len, derive(cfg.seed, i));
+                        let deal = deal(&base, &unseen, opp_len, derive(cfg.seed, i), opponent);
                         let mut replies = Replies::default();
                         cands
                             .iter()
@@ -148,10 +194,14 @@ impl Simulator<'_> {
                 )
                 .collect();
             for r in &results {
+                let reference = check.and_then(|c| r.get(c.paired_with).copied().flatten());
                 for (c, x) in cands.iter_mut().zip(r) {
                     if let Some((w, e)) = *x {
                         c.win.add(w);
                         c.equity.add(e);
+                        if let Some((rw, _)) = reference {
+                            c.paired.add(w - rw);
+                        }
                     }
                 }
             }
@@ -159,6 +209,9 @@ impl Simulator<'_> {
             progress(done);
             if let Some(level) = cfg.stop {
                 cut(&mut cands, level.z());
+            }
+            if check.is_some_and(|c| !(c.go_on)(&cands)) {
+                break;
             }
         }
         cands.sort_by(|a, b| {
@@ -269,15 +322,62 @@ impl Replies {
     }
 }
 
+/// What the simulating player knows of the opponent's rack.
+#[derive(Clone, Debug, Default)]
+pub enum Opponent {
+    /// Nothing: their rack is drawn from the unseen tiles.
+    #[default]
+    Unknown,
+    /// These tiles are on it (an oracle's knowledge); the rest is drawn.
+    Holds(Vec<u8>),
+    /// Inferred leaves (sorted tiles) with weights summing to 1: with probability `alpha` an
+    /// iteration draws the leave by weight and the rest of the rack at random; otherwise the
+    /// whole rack at random.
+    Inferred { leaves: Vec<(Vec<u8>, f64)>, alpha: f64 },
+}
+
 /// The position with the unseen tiles dealt at random: an opponent rack and a bag order.
-fn deal(base: &Game, unseen: &[u8], opp_len: usize, seed: u64) -> Game {
+fn deal(base: &Game, unseen: &[u8], opp_len: usize, seed: u64, opponent: &Opponent) -> Game {
+    let known: &[u8] = match opponent {
+        Opponent::Unknown => &[],
+        Opponent::Holds(tiles) => tiles,
+        Opponent::Inferred { leaves, alpha } => {
+            // A stream of its own, so that the draws below match `Unknown`'s when nothing is known.
+            let mut rng = Rng::new(derive(seed, 2));
+            if rng.unit() < *alpha {
+                let mut x = rng.unit();
+                leaves
+                    .iter()
+                    .find(|(_, w)| {
+                        x -= w;
+                        x < 0.0
+                    })
+                    .or(leaves.last())
+                    .map_or(&[], |(l, _)| l)
+            } else {
+                &[]
+            }
+        }
+    };
     let mut tiles = unseen.to_vec();
+    for &t in known {
+        match tiles.iter().position(|&x| x == t) {
+            Some(k) => {
+                tiles.remove(k);
+            }
+            // Not among the unseen tiles: the knowledge is wrong, so it is not used.
+            None => return deal(base, unseen, opp_len, seed, &Opponent::Unknown),
+        }
+    }
     let mut rng = Rng::new(seed);
     rng.shuffle(&mut tiles);
     let mut g = base.clone();
     let me = g.on_turn;
-    g.racks[1 - me] = tiles[..opp_len].to_vec();
-    g.bag = Bag::from_tiles(tiles[opp_len..].to_vec(), derive(seed, 1));
+    let drawn = opp_len.saturating_sub(known.len());
+    let mut rack = known.to_vec();
+    rack.extend_from_slice(&tiles[..drawn]);
+    g.racks[1 - me] = rack;
+    g.bag = Bag::from_tiles(tiles[drawn..].to_vec(), derive(seed, 1));
     g
 }
 

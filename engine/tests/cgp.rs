@@ -45,7 +45,7 @@ fn cgp_round_trips_through_self_play_positions() {
         assert_eq!(write(&g2, dist()), text);
         assert_eq!(g2.bag.len(), game.bag.len());
         let s = game.on_turn;
-        let mv = bots[s].choose(ctx(lex), &game, &mut mg, &mut rng);
+        let mv = bots[s].decide(ctx(lex), &game, &mut mg, &mut rng);
         game.play(ctx(lex), &mv);
     }
 }

@@ -73,7 +73,7 @@ fn small_endgames(ctx: Ctx, count: usize, tiles: usize, seed: u64) -> Vec<Game> 
                     break;
                 }
             }
-            let mv = bot.choose(ctx, &g, &mut mg, &mut rng);
+            let mv = bot.decide(ctx, &g, &mut mg, &mut rng);
             g.play(ctx, &mv);
         }
     }
@@ -207,7 +207,7 @@ fn the_endgame_bot_plays_a_best_move() {
     for g in small_endgames(ctx, 40, 4, 123) {
         let mut budget = 20_000;
         let Some(truth) = minimax(ctx, &g, &mut mg, &mut budget) else { continue };
-        let mv = bot.choose(ctx, &g, &mut mg, &mut rng);
+        let mv = bot.decide(ctx, &g, &mut mg, &mut rng);
         assert_eq!(value_after(ctx, &g, &mv, &mut mg), truth, "{}", engine::cgp::write(&g, ctx.dist));
         checked += 1;
     }

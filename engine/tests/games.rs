@@ -39,7 +39,7 @@ fn cross_sets_after_every_move_equal_a_full_recomputation() {
             let mut game = Game::new(dist(), engine::autoplay::deal_seed(seed, pair));
             let mut rng = engine::rng::Rng::new(pair);
             while !game.is_over() {
-                let mv = b[game.on_turn].choose(ctx(lex), &game, &mut mg, &mut rng);
+                let mv = b[game.on_turn].decide(ctx(lex), &game, &mut mg, &mut rng);
                 game.play(ctx(lex), &mv);
                 let mut fresh = game.board.clone();
                 fresh.recompute_all(&lex.kwg, dist());
@@ -177,7 +177,7 @@ fn exchanges_need_seven_tiles_in_the_bag() {
     // The static bot never exchanges with a short bag.
     let mut g = endgame(["QVVUUI", "XJ"], vec![1, 2, 3, 4, 5, 6]);
     let mut b = bots("static", "static");
-    let mv = b[0].choose(ctx(lex), &g, &mut mg, &mut engine::rng::Rng::new(1));
+    let mv = b[0].decide(ctx(lex), &g, &mut mg, &mut engine::rng::Rng::new(1));
     assert_ne!(mv.kind, Kind::Exchange);
     g.play(ctx(lex), &mv);
 }

@@ -35,7 +35,7 @@ fn midgame(ctx: Ctx, klv: &Arc<Klv>, seed: u64, turns: usize) -> Game {
     let mut mg = Generator::new();
     let mut rng = engine::rng::Rng::new(seed);
     for _ in 0..turns {
-        let m = bot.choose(ctx, &g, &mut mg, &mut rng);
+        let m = bot.decide(ctx, &g, &mut mg, &mut rng);
         g.play(ctx, &m);
     }
     g
@@ -145,7 +145,7 @@ fn game_ends_inside_rollouts_are_scored_exactly() {
         let mut mg = Generator::new();
         let mut rng = engine::rng::Rng::new(seed);
         while !g.is_over() && !g.bag.is_empty() {
-            let m = bots[g.on_turn].choose(ctx, &g, &mut mg, &mut rng);
+            let m = bots[g.on_turn].decide(ctx, &g, &mut mg, &mut rng);
             g.play(ctx, &m);
         }
         if g.is_over() {
@@ -166,7 +166,18 @@ fn game_ends_inside_rollouts_are_scored_exactly() {
 fn sim_bot_specs() {
     use engine::bots::BotSpec;
     let b = BotSpec::parse("sim:k=5,plies=1,iterations=64,stop=99").unwrap();
-    assert_eq!(b, BotSpec::Sim { k: 5, plies: 1, iterations: 64, stop: Some(99), ms: None });
+    assert_eq!(
+        b,
+        BotSpec::Sim {
+            k: 5,
+            plies: 1,
+            iterations: 64,
+            stop: Some(99),
+            ms: None,
+            infer: None,
+            oracle: engine::view::Knows::Nothing
+        }
+    );
     assert_eq!(BotSpec::parse(&b.to_string()).unwrap(), b);
     assert_eq!(BotSpec::parse("sim").unwrap().to_string(), "sim:k=15,plies=2,iterations=300");
     for (bad, word) in [
@@ -205,14 +216,14 @@ fn shared_replies_equal_the_static_bots_choice() {
                     if after.is_over() {
                         continue;
                     }
-                    let want = bot.choose(ctx, &after, &mut mg, &mut rng);
+                    let want = bot.decide(ctx, &after, &mut mg, &mut rng);
                     let got = replies.reply(ctx, &mut bot, &g, &after, &mut mg);
                     assert_eq!(got, want, "game {seed}, turn {turn}, after {c:?}");
                     compared += 1;
                     kinds[c.kind as usize] += 1;
                 }
             }
-            let m = bot.choose(ctx, &g, &mut mg, &mut rng);
+            let m = bot.decide(ctx, &g, &mut mg, &mut rng);
             g.play(ctx, &m);
             turn += 1;
         }

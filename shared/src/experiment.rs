@@ -608,15 +608,22 @@ impl MatchSpec {
             let field = format!("grid.\"{}\"", a.name);
             let (who, param) = a.name.split_once('.').map_or((a.name.as_str(), None), |(w, p)| (w, Some(p)));
             let b = if who == "bot1" { 0 } else { 1 };
-            // The bot names this parameter may apply to: the base bot's, or a whole-bot axis's.
-            let names: Vec<String> = match self.axes.iter().find(|x| x.name == who) {
-                Some(whole) => whole.values.iter().map(|v| name_of(&text(v))).collect(),
-                None => vec![name_of(&self.bots[b])],
+            // The bots this parameter may apply to: the base bot, or a whole-bot axis's values
+            // (checked with their own parameters, which others may depend on).
+            let bases: Vec<String> = match self.axes.iter().find(|x| x.name == who) {
+                Some(whole) => whole.values.iter().map(text).collect(),
+                None => vec![self.bots[b].clone()],
             };
             for v in &a.values {
                 let specs: Vec<String> = match param {
                     None => vec![text(v)],
-                    Some(p) => names.iter().map(|n| format!("{n}:{p}={}", text(v))).collect(),
+                    Some(p) => bases
+                        .iter()
+                        .map(|base| match base.split_once(':') {
+                            Some((n, rest)) if !rest.is_empty() => format!("{n}:{rest},{p}={}", text(v)),
+                            _ => format!("{}:{p}={}", name_of(base), text(v)),
+                        })
+                        .collect(),
                 };
                 for s in specs {
                     BotSpec::parse(&s).map_err(|e| SpecError { field: field.clone(), message: e.message })?;

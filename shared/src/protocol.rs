@@ -175,6 +175,9 @@ pub struct WintableJob {
     pub pairs: u64,
 }
 
+/// Name both seats of a wintable game go by in its logs.
+pub const WINTABLE_BOT: &str = "static";
+
 /// Positions of a wintable batch, as non-zero (unseen, spread, positions, half-points won by
 /// the player to move) counts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

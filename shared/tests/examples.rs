@@ -23,4 +23,21 @@ fn every_example_parses() {
     let quackle =
         ExperimentSpec::parse(&std::fs::read_to_string(dir.join("sim-tuning-quackle-axes.toml")).unwrap()).unwrap();
     assert_eq!(quackle.cells().unwrap().len(), 105);
+    // The inference grid: every tau at every iteration count, against the same bot without it.
+    let grid = ExperimentSpec::parse(&std::fs::read_to_string(dir.join("tau-iters-grid.toml")).unwrap()).unwrap();
+    let cells = grid.cells().unwrap();
+    assert_eq!(cells.len(), 18);
+    for c in &cells {
+        let [a, b] = c.bots.clone().unwrap();
+        let infer = engine::bots::BotSpec::parse(&a).unwrap();
+        let plain = engine::bots::BotSpec::parse(&b).unwrap();
+        let engine::bots::BotSpec::Sim { k, plies, iterations, infer: Some(i), .. } = infer else { panic!("{a}") };
+        assert_eq!(
+            plain,
+            engine::bots::BotSpec::parse(&format!("sim:k={k},plies={plies},iterations={iterations}")).unwrap()
+        );
+        assert!(
+            a.contains(&format!("tau={}", c.params["bot1.tau"])) && i.config.iterations == c.params["bot1.infer_iters"]
+        );
+    }
 }

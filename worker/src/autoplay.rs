@@ -21,8 +21,8 @@ use std::time::Instant;
 pub struct Args {
     #[command(flatten)]
     data: DataArgs,
-    /// Bot 1: `greedy`, `static`, or `softmax:t=1.0,bag=60`.
-    #[arg(long)]
+    /// Bot 1 (`--help` lists every bot and its parameters).
+    #[arg(long, long_help = format!("Bot 1, one of: {}", engine::bots::BOTS))]
     bot1: String,
     /// Bot 2.
     #[arg(long)]

@@ -7,6 +7,7 @@ mod bench;
 mod client;
 mod data;
 mod endgame;
+mod infer;
 mod leaves;
 mod lexicon;
 mod loadtest;
@@ -46,6 +47,8 @@ enum Command {
     Movegen(movegen::Args),
     /// Simulate a position: the static evaluator's top candidates, rolled out.
     Sim(sim::Args),
+    /// Infer the leave of the player who made a turn of a GCG game, from the other player's view.
+    Infer(infer::Args),
     /// Solve an endgame (bag empty) exactly: value, best sequence, nodes.
     Endgame(endgame::Args),
     /// Print seeded endgame positions (the bag just emptied in static self-play), one CGP a line.
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
         Command::Lexicon(c) => lexicon::run(c),
         Command::Movegen(a) => movegen::run(a),
         Command::Sim(a) => sim::run(a),
+        Command::Infer(a) => infer::run(a),
         Command::Endgame(a) => endgame::run(a),
         Command::EndgameSet(a) => endgame::run_set(a),
         Command::Peg(a) => endgame::run_peg(a),

@@ -3,7 +3,6 @@
 use crate::data::{DataArgs, load_leaves};
 use anyhow::{Context, Result, bail};
 use engine::cgp::Position;
-use engine::leavegen::leave_of;
 use engine::sim::{SimConfig, Simulator, StopLevel};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
@@ -78,7 +77,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut out = format!("{:<22} {:<8} {:>5}  {:>15}  {:>16}\n", "Play", "Leave", "Score", "Win%", "Equity");
     for c in &result.candidates {
         let play = c.mv.notation(&data.dist, |r, col| game.board.at(r, col));
-        let mut leave = leave_of(rack, &c.mv);
+        let mut leave = c.mv.leave(rack);
         leave.sort_unstable();
         let ci = |s: &engine::stats::Welford, scale: f64| engine::stats::Z95 * s.stderr() * scale;
         out.push_str(&format!(

@@ -677,32 +677,36 @@ fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> 
         }
         return Err(e);
     }
-    let mut games = games.into_inner().expect("games");
-    // Logs in game order, so that their bytes (and sha256) don't depend on thread timing.
-    games.sort_by_key(|g| g.0);
+    let games = games.into_inner().expect("games");
     let outcomes: Vec<_> = games.iter().map(|g| g.1).collect();
     let tally = MatchTally::from_outcomes(&outcomes);
+    let logs = bundle(games.into_iter().map(|(id, _, gcg, csv)| (id, gcg, csv)).collect())?;
+    Ok(Played::Done(Box::new(JobResult::Match(tally)), logs))
+}
+
+/// A batch's logs from its games' (id, GCG, CSV rows), in game order so that their bytes (and
+/// sha256) don't depend on thread timing.
+fn bundle(mut games: Vec<(u64, String, String)>) -> Result<Logs> {
+    games.sort_by_key(|g| g.0);
     let mut gcg = String::new();
     let mut csv = format!("{CSV_HEADER}\n");
-    for (id, _, g, c) in &games {
+    for (id, g, c) in &games {
         gcg.push_str(&format!("{GAME_MARKER}{id}\n"));
         gcg.push_str(g);
         csv.push_str(c);
     }
-    Ok(Played::Done(
-        Box::new(JobResult::Match(tally)),
-        Logs {
-            gcg_sha256: hex::encode(Sha256::digest(gcg.as_bytes())),
-            gcg_gz: gz64(gcg.as_bytes())?,
-            csv_sha256: hex::encode(Sha256::digest(csv.as_bytes())),
-            csv_gz: gz64(csv.as_bytes())?,
-        },
-    ))
+    Ok(Logs {
+        gcg_sha256: hex::encode(Sha256::digest(gcg.as_bytes())),
+        gcg_gz: gz64(gcg.as_bytes())?,
+        csv_sha256: hex::encode(Sha256::digest(csv.as_bytes())),
+        csv_gz: gz64(csv.as_bytes())?,
+    })
 }
 
 /// Play a wintable job's static-vs-static games (each deal once, as `worker wintable generate`
 /// does) and count their positions. Counts are integers: their sum does not depend on the
-/// order games finish in.
+/// order games finish in. The games are logged as game `i` of deal `i`, for the coordinator
+/// to re-play and count again.
 fn count_positions(loaded: &Loaded, job: &WintableJob, cancel: &AtomicBool) -> Result<Played> {
     let m = Match {
         data: &loaded.data,
@@ -715,11 +719,18 @@ fn count_positions(loaded: &Loaded, job: &WintableJob, cancel: &AtomicBool) -> R
         paired: false,
     };
     let samples = Mutex::new(engine::winpct::WinSamples::new(&loaded.data.dist));
+    let games = Mutex::new(Vec::with_capacity(m.games as usize));
+    let names = [WINTABLE_BOT; 2];
     let r = m.play(&|rec: &GameRecord| {
         if cancel.load(Ordering::Relaxed) {
             return Err(Cancelled.into());
         }
         samples.lock().expect("samples").add_game(&rec.game);
+        // Unpaired play numbers game `i` (deal `i`) `2i + i % 2`.
+        let rec = GameRecord { id: rec.id / 2, seat_bot: [0, 1], ..rec.clone() };
+        let gcg = write_gcg(&rec.game, names, &loaded.data.dist);
+        let csv = write_csv(&rec, names, &loaded.data.dist);
+        games.lock().expect("games").push((rec.id, gcg, csv));
         Ok(())
     });
     if let Err(e) = r {
@@ -729,7 +740,8 @@ fn count_positions(loaded: &Loaded, job: &WintableJob, cancel: &AtomicBool) -> R
         return Err(e);
     }
     let counts = samples.into_inner().expect("samples").to_counts();
-    Ok(Played::Done(Box::new(JobResult::Wintable(WinCounts { games: 2 * job.pairs, counts })), empty_logs()?))
+    let logs = bundle(games.into_inner().expect("games"))?;
+    Ok(Played::Done(Box::new(JobResult::Wintable(WinCounts { games: 2 * job.pairs, counts })), logs))
 }
 
 fn empty_logs() -> Result<Logs> {

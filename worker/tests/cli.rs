@@ -357,3 +357,74 @@ fn endgame_prints_value_and_best_move_the_same_at_one_and_two_threads() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("exactly one"), "{}", stderr(&o));
 }
+
+#[test]
+fn infer_reads_a_logged_turn_the_same_on_any_thread_count() {
+    let d = temp("infer");
+    let o = worker(&[
+        "autoplay",
+        "--bot1",
+        "static",
+        "--bot2",
+        "static",
+        "--games",
+        "2",
+        "--seed",
+        "5",
+        "--log-dir",
+        d.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let gcg = d.join("game-000000.gcg");
+    let text = std::fs::read_to_string(&gcg).unwrap();
+    // Turn 6 of this deal: the second player's H11 (SH)OTT from IETOGTT, keeping EGIT.
+    let line = text.lines().filter(|l| l.starts_with('>')).nth(5).unwrap();
+    assert!(line.starts_with(">p2: IETOGTT H11"), "{line}");
+    let run = |likelihood: &str, threads: &str| {
+        let o = worker(&[
+            "infer",
+            "--gcg",
+            gcg.to_str().unwrap(),
+            "--turn",
+            "6",
+            "--likelihood",
+            likelihood,
+            "--threads",
+            threads,
+            "--iterations",
+            "10",
+            "--candidates",
+            "3",
+            "--plies",
+            "1",
+            "--max-leaves",
+            "60",
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        (out, v)
+    };
+    let (out, v) = run("static", "2");
+    assert!(out.contains("tile") && out.contains("weight"), "{out}");
+    let leaves = v["leaves"].as_array().unwrap();
+    let sum: f64 = leaves.iter().map(|l| l["weight"].as_f64().unwrap()).sum();
+    assert!((sum - 1.0).abs() < 1e-9, "{sum}");
+    for l in leaves {
+        let s = l["leave"].as_str().unwrap();
+        assert_eq!(s.len(), 4, "a four-tile leave: {s}");
+        let letters: Vec<char> = s.chars().filter(|&c| c != '?').collect();
+        assert!(letters.windows(2).all(|w| w[0] <= w[1]) && !s.trim_end_matches('?').contains('?'), "{s}");
+    }
+    // A simulated read is the same on one thread and two.
+    let strip = |v: &serde_json::Value| v["leaves"].clone();
+    assert_eq!(strip(&run("sim", "1").1), strip(&run("sim", "2").1));
+    // Flat: the prior, every weight its prior.
+    for l in run("flat", "2").1["leaves"].as_array().unwrap() {
+        assert_eq!(l["weight"], l["prior"]);
+    }
+    let o = worker(&["infer", "--gcg", gcg.to_str().unwrap(), "--turn", "400"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("game-000000.gcg") && stderr(&o).contains("turn 400"), "{}", stderr(&o));
+}

@@ -97,7 +97,7 @@ pub fn positions(lex: &Lex, count: usize, seed: u64) -> Vec<(Board, Vec<u8>)> {
             }
             out.push((game.board.clone(), rack));
             let s = game.on_turn;
-            let mv = bots[s].choose(ctx, &game, &mut mg, &mut rng);
+            let mv = bots[s].decide(ctx, &game, &mut mg, &mut rng);
             game.play(ctx, &mv);
         }
     }

@@ -1,0 +1,174 @@
+//! `worker infer`: read the leave of the player who made a turn of a GCG game, from the view of
+//! the other player, and print the posterior as rack-inference tools do.
+
+use crate::data::{DataArgs, load_leaves};
+use anyhow::{Context, Result, bail};
+use engine::infer::{InferConfig, Inference, Likelihood, Posterior, observe};
+use engine::tiles::Distribution;
+use engine::view::{Knows, View};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    data: DataArgs,
+    /// The game, in GCG.
+    #[arg(long)]
+    gcg: PathBuf,
+    /// The turn whose mover's leave is inferred (from 1, move lines in file order).
+    #[arg(long)]
+    turn: usize,
+    /// The viewer's rack (default: the one the log shows on the viewer's next turn).
+    #[arg(long)]
+    rack: Option<String>,
+    /// How the observed turn is weighed: mini-simulation, static equity, or not at all (the
+    /// prior).
+    #[arg(long, default_value = "sim")]
+    likelihood: String,
+    /// Softmax temperature: on log-odds of winning (sim; default 0.05) or equity points
+    /// (static; default 3).
+    #[arg(long)]
+    tau: Option<f64>,
+    /// Mini-simulation iterations per leave.
+    #[arg(long, default_value_t = 200)]
+    iterations: u64,
+    /// The opponent's candidates per leave (their static top K, plus the move they made).
+    #[arg(long, default_value_t = 8)]
+    candidates: usize,
+    /// Plies of the mini-simulations.
+    #[arg(long, default_value_t = 2)]
+    plies: usize,
+    /// Enumerate the leaves when there are at most this many distinct ones; else draw this
+    /// many from the prior.
+    #[arg(long, default_value_t = 750)]
+    max_leaves: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Leaves to list.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Leave table (`.klv2`; default: the shipped table).
+    #[arg(long)]
+    leaves: Option<PathBuf>,
+    /// Win-probability table (`.wpt`; default: lexica/enable.wpt).
+    #[arg(long)]
+    wintable: Option<PathBuf>,
+    /// Also print the posterior as one JSON object on the last line.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let likelihood = Likelihood::parse(&a.likelihood).context("--likelihood: must be sim, static or flat")?;
+    let tau = a.tau.unwrap_or(likelihood.default_tau());
+    if !(tau.is_finite() && tau > 0.0) {
+        bail!("--tau: must be a number above 0");
+    }
+    if a.iterations == 0 || a.candidates == 0 || a.max_leaves == 0 {
+        bail!("--iterations, --candidates and --max-leaves: at least 1");
+    }
+    let data = a.data.load()?;
+    let ctx = data.ctx();
+    let source = a.gcg.display().to_string();
+    let text = std::fs::read_to_string(&a.gcg).with_context(|| format!("{source}: cannot read"))?;
+    let replay = engine::gcg::replay(&text, ctx, &source)?;
+    let rack = match &a.rack {
+        Some(r) => Some(data.dist.parse_rack(r).map_err(|e| anyhow::anyhow!("--rack: {e}"))?),
+        None => None,
+    };
+    let game = engine::gcg::game_at(&replay, a.turn, rack, ctx).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+    let view = View::new(&game, Knows::Nothing);
+    let Some(obs) = observe(ctx, &view) else {
+        bail!("{source}: turn {} is a pass, which says nothing of the rack", a.turn);
+    };
+    let leaves = load_leaves(a.leaves.as_deref())?.map(Arc::new);
+    let table = crate::data::load_wintable(a.wintable.as_deref())?;
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+    let cfg = InferConfig {
+        likelihood,
+        tau,
+        iterations: a.iterations,
+        candidates: a.candidates,
+        plies: a.plies,
+        max_leaves: a.max_leaves,
+        draws: a.max_leaves,
+        seed: a.seed,
+        ..InferConfig::default()
+    };
+    let spinner = ProgressBar::new_spinner()
+        .with_style(ProgressStyle::with_template("{spinner} inferring ({elapsed})").expect("valid template"));
+    spinner.enable_steady_tick(Duration::from_millis(200));
+    let start = Instant::now();
+    let inference = Inference { ctx, leaves, table: &table };
+    let post = pool.install(|| inference.infer(&obs, &cfg, None));
+    spinner.finish_and_clear();
+    let secs = start.elapsed().as_secs_f64();
+    let t = &replay.turns[a.turn - 1];
+    let shown = if obs.exchanged > 0 {
+        format!("an exchange of {}", obs.exchanged)
+    } else {
+        format!(
+            "{} (placed {})",
+            t.mv.notation(&data.dist, |r, c| game.board.at(r, c)),
+            data.dist.rack_string(&obs.played)
+        )
+    };
+    println!(
+        "turn {} ({}, line {}): {shown}; {} tiles unseen before it, a {}-tile leave",
+        a.turn,
+        if t.player == 0 { "first player" } else { "second player" },
+        t.line,
+        obs.pool.len(),
+        obs.rack_len - obs.played.len() - obs.exchanged,
+    );
+    println!(
+        "{} distinct leaves evaluated ({}), {} mini-sim iterations, effective sample size {:.1}, {:.2} s on {threads} threads",
+        post.evaluated,
+        if post.draws == 0 { "enumerated".to_string() } else { format!("{} drawn from the prior", post.draws) },
+        post.iterations,
+        post.ess,
+        secs
+    );
+    println!("\ntile  on the leave vs chance");
+    for (tile, ratio) in post.tile_ratios() {
+        let r = ratio.map_or("-".to_string(), |r| format!("{r:.2}x"));
+        println!("{:>4}  {r:>8}", data.dist.rack_char(tile));
+    }
+    println!("\n{:<8} {:>8} {:>8}", "leave", "weight", "prior");
+    for w in post.leaves.iter().take(a.top) {
+        println!("{:<8} {:>7.2}% {:>7.2}%", leave_text(&data.dist, &w.leave), 100.0 * w.weight, 100.0 * w.prior);
+    }
+    if a.json {
+        println!("{}", json(&data.dist, &post, secs));
+    }
+    Ok(())
+}
+
+/// A leave as players write it: letters sorted, the blank as `?` at the end.
+fn leave_text(dist: &Distribution, leave: &[u8]) -> String {
+    let mut s: String = leave.iter().filter(|&&t| t != 0).map(|&t| dist.rack_char(t)).collect();
+    s.extend(leave.iter().filter(|&&t| t == 0).map(|_| '?'));
+    if s.is_empty() { "-".into() } else { s }
+}
+
+fn json(dist: &Distribution, post: &Posterior, secs: f64) -> serde_json::Value {
+    let leaves: Vec<serde_json::Value> = post
+        .leaves
+        .iter()
+        .map(|w| serde_json::json!({ "leave": leave_text(dist, &w.leave).replace('-', ""), "weight": w.weight, "prior": w.prior }))
+        .collect();
+    serde_json::json!({
+        "leaves": leaves,
+        "evaluated": post.evaluated,
+        "draws": post.draws,
+        "iterations": post.iterations,
+        "ess": post.ess,
+        "seconds": secs,
+    })
+}
