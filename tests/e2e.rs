@@ -132,18 +132,20 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
 async fn ctrl_c_finishes_or_releases_the_batch() -> Result<()> {
     let _serial = SERIAL.lock().await;
     let db = TestDb::create().await?;
-    // Long batches (about 4 s of work) so that the signals land mid-batch.
+    // Long batches (about 4 s of work: hundreds of pairs once the worker's rate is known) so
+    // that the signals land mid-batch.
     let coord = Coordinator::start(&db.url, &["--batch-secs", "4"])?;
     let token = researcher_token(&db.url)?;
     let dir = Scratch::new("ctrlc");
-    submit(&coord.url, &token, &experiment_file(&dir.0, "m.toml", &MATCH.replace("games = 240", "games = 4000")))?;
+    submit(&coord.url, &token, &experiment_file(&dir.0, "m.toml", &MATCH.replace("games = 240", "games = 16000")))?;
     let pool = db.pool().await?;
     let sigint = |pid: u32| std::process::Command::new("kill").args(["-INT", &pid.to_string()]).status();
-    // Wait until `name` holds a lease on a batch bigger than its first (measuring) one.
+    // Wait until `name` holds a lease on a long batch (200 pairs or more; the first few, sized
+    // while its rate is measured, may take milliseconds).
     let leased = async |name: &str| -> Result<Uuid> {
         let start = Instant::now();
         loop {
-            let row: Option<(Uuid,)> = sqlx::query_as("SELECT b.id FROM batches b JOIN workers w ON w.id = b.lease_owner WHERE w.name = $1 AND b.state = 'leased' AND b.units > 1")
+            let row: Option<(Uuid,)> = sqlx::query_as("SELECT b.id FROM batches b JOIN workers w ON w.id = b.lease_owner WHERE w.name = $1 AND b.state = 'leased' AND b.units >= 200")
                 .bind(name)
                 .fetch_optional(&pool)
                 .await?;

@@ -553,6 +553,14 @@ pub async fn park_cell(tx: &mut Transaction<'_, Postgres>, cell: Uuid) -> Result
 
 /// Mark an experiment finished or failed once none of its cells runs.
 pub async fn settle_experiment(tx: &mut Transaction<'_, Postgres>, experiment: Uuid) -> Result<()> {
+    // Two transactions ending an experiment's last two cells would each see the other's cell
+    // still running (neither committed) and neither settle it: they take turns here, and the
+    // second's statement below sees what the first committed. An advisory lock, not the row's:
+    // other paths lock experiment rows before cells, and this one holds cells already.
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))")
+        .bind(experiment)
+        .execute(&mut **tx)
+        .await?;
     sqlx::query(
         "UPDATE experiments e SET finished_at = now(),
                 status = CASE WHEN EXISTS (SELECT 1 FROM cells WHERE experiment_id = e.id AND status = 'failed') THEN 'failed' ELSE 'finished' END

@@ -10,6 +10,8 @@ use engine::game::{Game, MIN_BAG_TO_EXCHANGE};
 use engine::gcg::{replay_deal, write_gcg};
 use engine::leaves::RackLeaves;
 use engine::movegen::{Generator, Mode, Request};
+use engine::tiles::BLANK;
+use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,6 +46,7 @@ pub fn run(a: Args) -> Result<()> {
     let mut mg = Generator::new();
 
     // Positions (with the static bot's leave values) from static-vs-static games.
+    let bar = stage("positions from self-play");
     let eval = StaticEval::new(Some(klv.clone()));
     let mut bots = [BotSpec::Static.build(Some(klv.clone()), None)?, BotSpec::Static.build(Some(klv.clone()), None)?];
     let mut positions: Vec<(Game, RackLeaves)> = Vec::with_capacity(a.positions);
@@ -60,6 +63,7 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
 
+    bar.set_message("all-moves generation");
     let start = Instant::now();
     let mut moves = 0usize;
     let mut rounds = 0;
@@ -70,6 +74,7 @@ pub fn run(a: Args) -> Result<()> {
         rounds += 1;
     }
     let secs = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
     crate::emit(&format!(
         "all-moves generation: {:.0} moves/s ({:.0} positions/s, {:.0} moves per position; 1 thread)\n",
         moves as f64 / secs,
@@ -77,6 +82,7 @@ pub fn run(a: Args) -> Result<()> {
         moves as f64 / (rounds * positions.len()) as f64
     ))?;
 
+    let bar = stage("best-move evaluation");
     let start = Instant::now();
     let mut evals = 0usize;
     while evals == 0 || start.elapsed().as_secs_f64() < 2.0 {
@@ -87,10 +93,61 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     let secs = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
     crate::emit(&format!(
         "best-move static evaluation: {:.0} positions/s (leave lookups included; 1 thread)\n",
         evals as f64 / secs
     ))?;
+
+    // The same positions in three rack classes, so that what a blank costs is measured on the
+    // same boards and rack sizes.
+    let bar = stage("generation by rack class");
+    let mut classes = String::from(
+        "\n| rack class | positions | all-moves M moves/s | moves per position | best-move us/position | best-move vs no blank |\n\
+         | --- | --- | --- | --- | --- | --- |\n",
+    );
+    let mut no_blank_us = None;
+    let e = data.dist.letter('E').unwrap_or(1);
+    for blanks in 0..=2 {
+        let class: Vec<(Game, RackLeaves)> = positions
+            .iter()
+            .filter_map(|(g, _)| with_blanks(g, blanks, e))
+            .map(|g| {
+                let leaves = eval.rack_leaves(ctx, &g);
+                (g, leaves)
+            })
+            .collect();
+        let (mut moves, mut gens) = (0usize, 0usize);
+        let start = Instant::now();
+        while gens == 0 || start.elapsed().as_secs_f64() < 1.0 {
+            for (g, leaves) in &class {
+                moves += mg.generate(ctx, &request(g, leaves), Mode::All).len();
+                gens += 1;
+            }
+        }
+        let all_secs = start.elapsed().as_secs_f64();
+        let mut evals = 0usize;
+        let start = Instant::now();
+        while evals == 0 || start.elapsed().as_secs_f64() < 1.0 {
+            for (g, leaves) in &class {
+                std::hint::black_box(mg.generate(ctx, &request(g, leaves), Mode::Best(1)));
+                evals += 1;
+            }
+        }
+        let us = 1e6 * start.elapsed().as_secs_f64() / evals as f64;
+        let base = *no_blank_us.get_or_insert(us);
+        classes += &format!(
+            "| {} | {} | {:.2} | {:.0} | {:.0} | {:.2}x |\n",
+            ["no blank", "one blank", "two blanks"][blanks],
+            class.len(),
+            moves as f64 / all_secs / 1e6,
+            moves as f64 / gens as f64,
+            us,
+            us / base
+        );
+    }
+    bar.finish_and_clear();
+    crate::emit(&classes)?;
 
     // Simulation: 2-ply rollouts of the top 15 candidates against a random opponent rack, on
     // mid-game positions (at least 14 tiles in the bag), one thread.
@@ -112,6 +169,7 @@ pub fn run(a: Args) -> Result<()> {
         seed,
         time_limit: None,
     };
+    let bar = stage("simulation");
     let start = Instant::now();
     let rollouts: u64 = one.install(|| {
         midgame
@@ -122,6 +180,7 @@ pub fn run(a: Args) -> Result<()> {
             .sum()
     });
     let secs = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
     crate::emit(&format!(
         "simulation: {:.0} rollouts/s (2 plies, 15 candidates, {} positions x {} iterations; 1 thread)\n",
         rollouts as f64 / secs,
@@ -132,6 +191,7 @@ pub fn run(a: Args) -> Result<()> {
     // The coordinator's check of a match upload: the batch's logged games re-played on their
     // deals (`engine::gcg::replay_deal`), against the time the same games took to play.
     let names = ["static", "static"];
+    let bar = stage("the upload check");
     let start = Instant::now();
     let logs: Vec<(u64, String)> = (0..a.games.min(200))
         .map(|i| {
@@ -145,6 +205,7 @@ pub fn run(a: Args) -> Result<()> {
         replay_deal(gcg, ctx, *deal, names, "bench")?;
     }
     let replayed = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
     crate::emit(&format!(
         "upload check (re-play on the deal): {:.1} games/s against {:.1} games/s playing them, static-vs-static: \
          {:.0}% of the playing time (1 thread)\n",
@@ -166,9 +227,11 @@ pub fn run(a: Args) -> Result<()> {
             games: a.games,
             paired: true,
         };
+        let bar = stage(&format!("self-play on {t} thread(s)"));
         let start = Instant::now();
         pool.install(|| m.play(&|_| Ok(())))?;
         let secs = start.elapsed().as_secs_f64();
+        bar.finish_and_clear();
         crate::emit(&format!(
             "static-vs-static self-play: {:.1} games/s on {t} thread(s), {:.1} games per CPU-second\n",
             a.games as f64 / secs,
@@ -179,6 +242,33 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `g` with its rack's blanks taken out and its last `blanks` tiles made blanks (racks of at
+/// least two tiles only): every class holds the same boards and rack sizes.
+fn with_blanks(g: &Game, blanks: usize, e: u8) -> Option<Game> {
+    let rack = &g.racks[g.on_turn];
+    if rack.len() < 2 {
+        return None;
+    }
+    let mut g = g.clone();
+    let rack = &mut g.racks[g.on_turn];
+    // A blank taken out comes back as the letter it most often stands for.
+    for t in rack.iter_mut().filter(|t| **t == BLANK) {
+        *t = e;
+    }
+    let n = rack.len();
+    rack[n - blanks..].fill(BLANK);
+    Some(g)
+}
+
+/// A spinner naming what is being measured (stderr, hidden when not a terminal).
+fn stage(what: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner()
+        .with_style(ProgressStyle::with_template("{spinner} measuring {msg} ({elapsed})").expect("valid template"))
+        .with_message(what.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
 }
 
 fn request<'a>(g: &'a Game, leaves: &'a RackLeaves) -> Request<'a> {
