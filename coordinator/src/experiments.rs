@@ -5,7 +5,9 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
+use axum::http::header;
+use axum::response::IntoResponse;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use shared::experiment::{ExperimentSpec, JobKind};
@@ -234,8 +236,46 @@ impl SummaryRow {
 }
 
 pub async fn list(db: &sqlx::PgPool) -> Result<Vec<Summary>> {
-    let rows: Vec<SummaryRow> =
-        sqlx::query_as(concat!(summary_sql!(), " ORDER BY e.created_at DESC LIMIT 500")).fetch_all(db).await?;
+    list_where(db, &ListQuery::default()).await
+}
+
+/// `GET /api/v1/experiments?status=running&sort=name`: a filter and an order for the list.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct ListQuery {
+    /// queued, running, finished, failed or stopped.
+    pub status: Option<String>,
+    /// created (newest first, the default), name, priority (highest first) or status.
+    pub sort: Option<String>,
+}
+
+const STATUSES: [&str; 5] = ["queued", "running", "finished", "failed", "stopped"];
+
+async fn list_where(db: &sqlx::PgPool, q: &ListQuery) -> Result<Vec<Summary>> {
+    if let Some(s) = q.status.as_deref().filter(|s| !STATUSES.contains(s)) {
+        return Err(Error::new(
+            axum::http::StatusCode::BAD_REQUEST,
+            format!("status: `{}` is not one of {}", s.escape_debug(), STATUSES.join(", ")),
+        ));
+    }
+    // One fixed statement per order: nothing from the request is spliced into SQL.
+    macro_rules! listed {
+        ($order:literal) => {
+            concat!(summary_sql!(), " WHERE ($1::text IS NULL OR e.status = $1) ORDER BY ", $order, " LIMIT 500")
+        };
+    }
+    let sql = match q.sort.as_deref().unwrap_or("created") {
+        "created" => listed!("e.created_at DESC"),
+        "name" => listed!("e.name, e.created_at DESC"),
+        "priority" => listed!("e.priority DESC, e.created_at DESC"),
+        "status" => listed!("e.status, e.created_at DESC"),
+        other => {
+            return Err(Error::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                format!("sort: `{}` is not one of created, name, priority, status", other.escape_debug()),
+            ));
+        }
+    };
+    let rows: Vec<SummaryRow> = sqlx::query_as(sql).bind(q.status.as_deref()).fetch_all(db).await?;
     rows.into_iter().map(SummaryRow::summary).collect()
 }
 
@@ -453,8 +493,63 @@ pub fn sprt_reason(s: &Sprt, d: SprtDecision) -> Option<String> {
     }
 }
 
-pub async fn api_list(State(st): State<AppState>) -> Result<Json<Vec<Summary>>> {
-    Ok(Json(list(&st.db).await?))
+pub async fn api_list(State(st): State<AppState>, Query(q): Query<ListQuery>) -> Result<Json<Vec<Summary>>> {
+    Ok(Json(list_where(&st.db, &q).await?))
+}
+
+/// `GET /api/v1/experiments/{id}/cells.csv`: one row per cell (rates as fractions 0..1; empty
+/// where there is nothing to say yet), for spreadsheets and scripts.
+pub async fn cells_csv(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<impl IntoResponse> {
+    let d = detail(&st.db, id).await?;
+    let mut out = String::from(
+        "cell,games,wins,draws,losses,win_rate,ci_low,ci_high,status,stop_reason,bot1,bot2,params,mean_score1,mean_score2,ms_per_move1,ms_per_move2,sprt_llr,cell_id\n",
+    );
+    let num = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.6}"));
+    for c in &d.cells {
+        let params: Vec<String> = c.params.iter().map(|(k, v)| format!("{k}={}", plain(v))).collect();
+        let [bot1, bot2] = c.bots.clone().unwrap_or_default();
+        let fields = [
+            c.index.to_string(),
+            c.games.to_string(),
+            c.wins.to_string(),
+            c.draws.to_string(),
+            c.losses.to_string(),
+            num(c.win_rate),
+            num(c.ci_low),
+            num(c.ci_high),
+            c.status.clone(),
+            c.stop_reason.clone().unwrap_or_default(),
+            bot1,
+            bot2,
+            params.join(";"),
+            format!("{:.3}", c.mean_score[0]),
+            format!("{:.3}", c.mean_score[1]),
+            format!("{:.3}", c.ms_per_move[0]),
+            format!("{:.3}", c.ms_per_move[1]),
+            num(c.sprt_llr),
+            c.id.to_string(),
+        ];
+        out += &fields.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(",");
+        out.push('\n');
+    }
+    let disposition = format!("attachment; filename=\"experiment-{id}-cells.csv\"");
+    Ok((
+        [(header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()), (header::CONTENT_DISPOSITION, disposition)],
+        out,
+    ))
+}
+
+/// A parameter value as written in the experiment file (strings without their quotes).
+fn plain(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// RFC 4180: quoted when it holds a comma, a quote or a line break.
+fn csv_field(f: &str) -> String {
+    if f.contains([',', '"', '\n', '\r']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.to_string() }
 }
 
 pub async fn api_detail(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Json<Detail>> {

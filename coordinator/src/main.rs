@@ -260,6 +260,7 @@ pub fn router(state: AppState) -> Router {
         .route("/experiments/{id}/stop", post(experiments::stop))
         .route("/experiments/{id}/batches", get(results::list))
         .route("/experiments/{id}/history", get(experiments::api_history))
+        .route("/experiments/{id}/cells.csv", get(experiments::cells_csv))
         .route("/experiments/{id}/endgames", get(endgames::api_solves))
         .route("/workers", get(workers::api_list))
         .route("/batches/{id}/release", post(queue::release))

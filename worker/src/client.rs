@@ -108,6 +108,11 @@ impl Client {
         resp.json().await.map_err(|e| ClientError::Unreachable(format!("bad response to {path}: {e}")))
     }
 
+    pub async fn get<R: DeserializeOwned>(&self, path: &str) -> Result<R, ClientError> {
+        let resp = self.send(self.request(reqwest::Method::GET, path)).await?;
+        resp.json().await.map_err(|e| ClientError::Unreachable(format!("bad response to {path}: {e}")))
+    }
+
     pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>, ClientError> {
         let resp = self.send(self.request(reqwest::Method::GET, path)).await?;
         Ok(resp.bytes().await.map_err(|e| ClientError::Unreachable(e.to_string()))?.to_vec())

@@ -7,6 +7,7 @@ mod bench;
 mod client;
 mod data;
 mod endgame;
+mod experiments;
 mod infer;
 mod leaves;
 mod lexicon;
@@ -40,6 +41,9 @@ enum Command {
     Owner(owner::Args),
     /// Submit an experiment file to a coordinator; prints the experiment id.
     Submit(submit::Args),
+    /// List, show, stop and reprioritise a coordinator's experiments.
+    #[command(subcommand)]
+    Experiments(experiments::Cmd),
     /// Build and query lexicon graphs.
     #[command(subcommand)]
     Lexicon(lexicon::Cmd),
@@ -86,6 +90,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Volunteer(a) => volunteer::run(a),
         Command::Submit(a) => submit::run(a),
+        Command::Experiments(c) => experiments::run(c),
         Command::Owner(a) => owner::run(a),
         Command::Lexicon(c) => lexicon::run(c),
         Command::Movegen(a) => movegen::run(a),

@@ -152,28 +152,6 @@ struct Rack {
     len: u8,
     /// Sum of the tiles' face values.
     value: i32,
-    /// Tile kinds no play could place at the root (`stuck`), and the face value of those still
-    /// on the rack.
-    stuck_kinds: u64,
-    stuck: i32,
-}
-
-/// What the racks left at the horizon are worth to the mover: each side's tiles count against
-/// it (whoever goes out collects them), and when only one side holds tiles it could not play at
-/// the root, the other will go out some time and collect those twice. (Stuck is judged at the
-/// root: a later board may free a tile, which this estimate does not see.)
-#[inline]
-fn rack_balance(me: &Rack, opp: &Rack) -> i32 {
-    opp.value - me.value + stuck_adjustment(me, opp)
-}
-
-#[inline]
-fn stuck_adjustment(me: &Rack, opp: &Rack) -> i32 {
-    match (me.stuck > 0, opp.stuck > 0) {
-        (true, false) => -me.stuck,
-        (false, true) => opp.stuck,
-        _ => 0,
-    }
 }
 
 impl Rack {
@@ -289,9 +267,7 @@ impl Solver {
             let r = &game.racks[p];
             let mut tiles = [0u8; RACK_SIZE];
             tiles[..r.len()].copy_from_slice(r);
-            let stuck_kinds = stuck(ctx, &game.board, r).iter().fold(0u64, |m, &t| m | 1 << t);
-            let stuck = r.iter().filter(|&&t| stuck_kinds >> t & 1 == 1).map(|&t| ctx.dist.score(t)).sum();
-            Rack { tiles, len: r.len() as u8, value: Game::rack_value(ctx.dist, r), stuck_kinds, stuck }
+            Rack { tiles, len: r.len() as u8, value: Game::rack_value(ctx.dist, r) }
         };
         let racks = [rack(me), rack(1 - me)];
         let mut hash = self.keys.scoreless[game.scoreless as usize];
@@ -547,7 +523,7 @@ impl<'s> Search<'s> {
         let base = node.spread;
         if depth == 0 {
             // Horizon: the spread, less what each side may be stuck with.
-            return (base + rack_balance(&node.racks[0], &node.racks[1]), true);
+            return (base - node.racks[0].value + node.racks[1].value, true);
         }
         if depth == 1 {
             return self.frontier(node, ply, beta);
@@ -646,14 +622,10 @@ impl<'s> Search<'s> {
             self.last_scoreless_turn(node, beta)
         } else {
             let best = self.plays.best(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, me.tiles(), opp.value);
-            let adjust = stuck_adjustment(me, opp);
             match best.out {
                 Some((m, w)) if base + w >= beta => (base + w, m, false),
                 // The pass is always there and never ends the game: a horizon value.
-                _ if adjust == 0 => (base + best.any.1, best.any.0, true),
-                // Only the moves that keep tiles are valued at the horizon.
-                Some((m, w)) if w > best.keep.1 + adjust => (base + w, m, true),
-                _ => (base + best.keep.1 + adjust, best.keep.0, true),
+                _ => (base + best.any.1, best.any.0, true),
             }
         };
         self.pv[ply].clear();
@@ -674,10 +646,8 @@ impl<'s> Search<'s> {
             let kept = me.value - m.rack_tiles().map(|t| dist.score(t)).sum::<i32>();
             let out = m.tiles_used() == me.len as usize;
             let scoreless = m.kind != Kind::Place || m.score == 0;
-            let ends = out || scoreless;
             let v = node.spread + m.score + opp.value - kept + if out { opp.value } else { 0 };
-            // A move that does not end the game is valued at the horizon.
-            let v = if ends { v } else { v + stuck_adjustment(me, opp) };
+            let ends = out || scoreless;
             if ends && v > best_end.0 {
                 best_end = (v, *m);
             }
@@ -738,11 +708,7 @@ impl<'s> Search<'s> {
             let i = rack.tiles().iter().position(|&x| x == t).expect("move tiles are on the rack");
             rack.tiles[i] = rack.tiles[rack.len as usize - 1];
             rack.len -= 1;
-            let score = self.sh.ctx.dist.score(t);
-            rack.value -= score;
-            if rack.stuck_kinds >> t & 1 == 1 {
-                rack.stuck -= score;
-            }
+            rack.value -= self.sh.ctx.dist.score(t);
         }
         let score = mv.score;
         if rack.len == 0 {
@@ -830,25 +796,5 @@ impl<'s> Search<'s> {
         }
         out.sort_by_key(|e| std::cmp::Reverse(e.1));
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rack(value: i32, stuck: i32) -> Rack {
-        Rack { tiles: [0; RACK_SIZE], len: 3, value, stuck_kinds: 0, stuck }
-    }
-
-    #[test]
-    fn tiles_only_one_side_can_never_play_count_twice_at_the_horizon() {
-        // Neither side stuck: each side's tiles count against it once.
-        assert_eq!(rack_balance(&rack(12, 0), &rack(5, 0)), 5 - 12);
-        // The mover holds a Q it can never play: the other side goes out and collects it twice.
-        assert_eq!(rack_balance(&rack(12, 10), &rack(5, 0)), 5 - 12 - 10);
-        assert_eq!(rack_balance(&rack(12, 0), &rack(15, 10)), 15 - 12 + 10);
-        // Both stuck: nobody goes out; six scoreless turns take each side's rack from it once.
-        assert_eq!(rack_balance(&rack(12, 10), &rack(15, 8)), 15 - 12);
     }
 }

@@ -64,8 +64,6 @@ fn better(best: &mut (u32, i32), at: u32, worth: i32) {
 pub(super) struct Best {
     pub any: (Move, i32),
     pub out: Option<(Move, i32)>,
-    /// The best move that does not go out (the pass if nothing else is worth more).
-    pub keep: (Move, i32),
 }
 
 #[derive(Default)]
@@ -106,11 +104,8 @@ impl Plays {
         out_bonus: i32,
     ) -> Best {
         let lanes = self.lanes(mg, ctx, board, keys, rack, ALL_LANES);
-        let (mut any, mut out, mut keep) = ((u32::MAX, 0), (u32::MAX, 0), (u32::MAX, 0));
+        let (mut any, mut out) = ((u32::MAX, 0), (u32::MAX, 0));
         for l in &lanes {
-            if l.keep.0 != u32::MAX {
-                better(&mut keep, l.keep.0, l.keep.1);
-            }
             let gone = (l.out.0, l.out.1 + out_bonus);
             // Within a lane, the earlier of two equal plays.
             let first = match (l.keep.0 == u32::MAX, gone.0 == u32::MAX) {
@@ -126,13 +121,8 @@ impl Plays {
             }
         }
         // The pass (worth 0) comes last: it is best only when nothing else is better.
-        let or_pass =
-            |(i, w): (u32, i32)| if i == u32::MAX || w < 0 { (Move::PASS, 0) } else { (self.plays[i as usize], w) };
-        Best {
-            any: or_pass(any),
-            out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)),
-            keep: or_pass(keep),
-        }
+        let any = if any.0 == u32::MAX || any.1 < 0 { (Move::PASS, 0) } else { (self.plays[any.0 as usize], any.1) };
+        Best { any, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)) }
     }
 
     /// The move whose `fingerprint` is `fp`, if `rack` has it on `board`: looked for in its

@@ -1,0 +1,90 @@
+//! `worker experiments` against a real coordinator: list (filtered and sorted, table and
+//! JSON), show, priority and stop, with the owner's token and a stranger's; and the cells CSV.
+
+use anyhow::{Result, ensure};
+use e2e::*;
+use std::process::Command;
+
+const GRID: &str = r#"
+name = "cli grid"
+kind = "match"
+games = 40
+seed = 3
+[match]
+bot1 = "static"
+bot2 = "greedy"
+[grid]
+"bot2" = ["greedy", "softmax:t=2,bag=30"]
+"#;
+
+/// `worker experiments ARGS...`: (exit success, stdout, stderr).
+fn experiments(args: &[&str]) -> Result<(bool, String, String)> {
+    let out = Command::new(bin("worker")).arg("experiments").args(args).output()?;
+    Ok((out.status.success(), String::from_utf8(out.stdout)?, String::from_utf8(out.stderr)?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn researchers_list_show_reprioritise_and_stop_from_the_terminal() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &[])?;
+    let url = coord.url.as_str();
+    let token = researcher_token(&db.url)?;
+    let dir = Scratch::new("experiments-cli");
+    let first = submit(url, &token, &experiment_file(&dir.0, "a.toml", GRID))?;
+    let second = submit(url, &token, &experiment_file(&dir.0, "b.toml", &GRID.replace("cli grid", "another")))?;
+    let (first_s, second_s) = (first.to_string(), second.to_string());
+
+    // The table names both, newest first; `--sort name` puts "another" first too, `--status`
+    // filters, and a bad filter is refused with the field named.
+    let (ok, out, _) = experiments(&["list", "--coordinator", url])?;
+    ensure!(ok && out.contains("cli grid") && out.contains("another"), "{out}");
+    ensure!(out.find(&second_s) < out.find(&first_s), "newest first:\n{out}");
+    let (ok, out, _) = experiments(&["list", "--coordinator", url, "--status", "finished"])?;
+    ensure!(ok && out.contains("(none)") && !out.contains(&first_s), "{out}");
+    let (ok, out, _) = experiments(&["list", "--coordinator", url, "--status", "queued", "--json"])?;
+    let listed: serde_json::Value = serde_json::from_str(&out)?;
+    ensure!(ok && listed.as_array().map(Vec::len) == Some(2), "{out}");
+    let (ok, _, err) = experiments(&["list", "--coordinator", url, "--status", "bogus"])?;
+    ensure!(!ok && err.contains("status") && err.contains("bogus"), "{err}");
+    let r = reqwest::get(format!("{url}/api/v1/experiments?sort=drop%20table")).await?;
+    ensure!(r.status() == 400, "{}", r.status());
+
+    // Priority: the owner may; a stranger may not; `list --sort priority` follows it.
+    let (ok, out, err) = experiments(&["priority", &first_s, "7", "--coordinator", url, "--token", &token])?;
+    ensure!(ok && out.contains("priority 7"), "{out}{err}");
+    let stranger = researcher_token(&db.url)?;
+    let (ok, _, err) = experiments(&["priority", &first_s, "-3", "--coordinator", url, "--token", &stranger])?;
+    ensure!(!ok && err.contains("refused"), "{err}");
+    let (_, out, _) = experiments(&["list", "--coordinator", url, "--sort", "priority"])?;
+    ensure!(out.find(&first_s) < out.find(&second_s), "highest priority first:\n{out}");
+
+    // Show: one line per cell with its parameters.
+    let (ok, out, _) = experiments(&["show", &first_s, "--coordinator", url])?;
+    ensure!(ok && out.contains("bot2=greedy") && out.contains("bot2=softmax:t=2,bag=30"), "{out}");
+    ensure!(out.contains("0/40") && out.contains("priority 7"), "{out}");
+
+    // The cells CSV: the contract's columns first, one row per cell.
+    let csv = reqwest::get(format!("{url}/api/v1/experiments/{first}/cells.csv")).await?;
+    ensure!(csv.headers()["content-type"].to_str()?.starts_with("text/csv"));
+    let csv = csv.text().await?;
+    let lines: Vec<&str> = csv.lines().collect();
+    ensure!(lines[0].starts_with("cell,games,wins,draws,losses,win_rate,ci_low,ci_high,"), "{csv}");
+    ensure!(lines.len() == 3 && lines[1].starts_with("0,0,0,0,0,,,,running,"), "{csv}");
+    ensure!(lines[2].contains("\"bot2=softmax:t=2,bag=30\""), "a field with commas is quoted: {csv}");
+
+    // Stop: the stranger is refused, the owner stops it, a second stop says why it cannot.
+    let (ok, _, err) = experiments(&["stop", &first_s, "--coordinator", url, "--token", &stranger])?;
+    ensure!(!ok && err.contains("refused"), "{err}");
+    let (ok, out, _) = experiments(&["stop", &first_s, "--coordinator", url, "--token", &token])?;
+    ensure!(ok && out.contains("stopped"), "{out}");
+    let (ok, _, err) = experiments(&["stop", &first_s, "--coordinator", url, "--token", &token])?;
+    ensure!(!ok && err.contains("not queued or running"), "{err}");
+    let (_, out, _) = experiments(&["list", "--coordinator", url, "--status", "stopped", "--json"])?;
+    let stopped: serde_json::Value = serde_json::from_str(&out)?;
+    ensure!(stopped.as_array().map(Vec::len) == Some(1) && stopped[0]["id"] == first_s, "{out}");
+    // `show --follow` of an experiment that is over prints once and exits.
+    let (ok, out, _) = experiments(&["show", &first_s, "--coordinator", url, "--follow", "--every", "1"])?;
+    ensure!(ok && out.contains("stopped"), "{out}");
+    drop(coord);
+    db.drop_db().await
+}

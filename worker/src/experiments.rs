@@ -1,0 +1,229 @@
+//! `worker experiments`: a researcher's view of a coordinator from the terminal: list the
+//! experiments, show one's cells (live with `--follow`), stop one, set its priority.
+
+use crate::client::Client;
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::time::Duration;
+
+#[derive(clap::Subcommand)]
+pub enum Cmd {
+    /// List the coordinator's experiments, newest first.
+    List(ListArgs),
+    /// One experiment and its cells as a table.
+    Show(ShowArgs),
+    /// Stop an experiment: queued batches are cancelled, results so far are kept.
+    Stop(StopArgs),
+    /// Set an experiment's priority (higher is served first).
+    Priority(PriorityArgs),
+}
+
+#[derive(clap::Args)]
+struct Coordinator {
+    /// Coordinator URL, e.g. http://127.0.0.1:8080.
+    #[arg(long, env = "LEXHIVE_COORDINATOR")]
+    coordinator: String,
+}
+
+#[derive(clap::Args)]
+struct Token {
+    /// The researcher token the experiment was submitted with (or an admin's).
+    #[arg(long, env = "LEXHIVE_TOKEN", hide_env_values = true)]
+    token: String,
+}
+
+#[derive(clap::Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    at: Coordinator,
+    /// Only experiments in this state: queued, running, finished, failed or stopped.
+    #[arg(long)]
+    status: Option<String>,
+    /// Order: created (newest first), name, priority (highest first) or status.
+    #[arg(long, default_value = "created")]
+    sort: String,
+    /// Print the API's JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct ShowArgs {
+    /// The experiment's id.
+    id: uuid::Uuid,
+    #[command(flatten)]
+    at: Coordinator,
+    /// Redraw every `--every` seconds until the experiment is over.
+    #[arg(long)]
+    follow: bool,
+    /// Seconds between redraws with `--follow`.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    every: u64,
+    /// Print the API's JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct StopArgs {
+    /// The experiment's id.
+    id: uuid::Uuid,
+    #[command(flatten)]
+    at: Coordinator,
+    #[command(flatten)]
+    token: Token,
+}
+
+#[derive(clap::Args)]
+pub struct PriorityArgs {
+    /// The experiment's id.
+    id: uuid::Uuid,
+    /// The new priority (higher is served first; the default is 0).
+    #[arg(allow_negative_numbers = true)]
+    priority: i32,
+    #[command(flatten)]
+    at: Coordinator,
+    #[command(flatten)]
+    token: Token,
+}
+
+pub fn run(cmd: Cmd) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        match cmd {
+            Cmd::List(a) => list(a).await,
+            Cmd::Show(a) => show(a).await,
+            Cmd::Stop(a) => {
+                let client = Client::new(&a.at.coordinator, Some(a.token.token))?;
+                let _: Value = client
+                    .post(&format!("/experiments/{}/stop", a.id), &serde_json::json!({}))
+                    .await
+                    .with_context(|| format!("stop {}: refused by {}", a.id, client.base()))?;
+                crate::emit(&format!("stopped {}\n", a.id))
+            }
+            Cmd::Priority(a) => {
+                let client = Client::new(&a.at.coordinator, Some(a.token.token))?;
+                let _: Value = client
+                    .post(&format!("/experiments/{}/priority", a.id), &serde_json::json!({ "priority": a.priority }))
+                    .await
+                    .with_context(|| format!("priority {}: refused by {}", a.id, client.base()))?;
+                crate::emit(&format!("{}: priority {}\n", a.id, a.priority))
+            }
+        }
+    })
+}
+
+async fn list(a: ListArgs) -> Result<()> {
+    let client = Client::new(&a.at.coordinator, None)?;
+    let mut path = format!("/experiments?sort={}", urlencoding(&a.sort));
+    if let Some(s) = &a.status {
+        path += &format!("&status={}", urlencoding(s));
+    }
+    let list: Vec<Value> =
+        client.get(&path).await.with_context(|| format!("{}: cannot list experiments", client.base()))?;
+    if a.json {
+        return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&list)?));
+    }
+    let mut out = format!("{:<36}  {:<8}  {:>4}  {:<24}  {}\n", "id", "status", "prio", "done", "name");
+    for e in &list {
+        out += &format!(
+            "{:<36}  {:<8}  {:>4}  {:<24}  {}\n",
+            text(&e["id"]),
+            text(&e["status"]),
+            text(&e["priority"]),
+            progress(e),
+            text(&e["name"])
+        );
+    }
+    if list.is_empty() {
+        out += "(none)\n";
+    }
+    crate::emit(&out)
+}
+
+async fn show(a: ShowArgs) -> Result<()> {
+    let client = Client::new(&a.at.coordinator, None)?;
+    let path = format!("/experiments/{}", a.id);
+    loop {
+        let e: Value = client.get(&path).await.with_context(|| format!("{}: cannot show {}", client.base(), a.id))?;
+        let over = !matches!(text(&e["status"]).as_str(), "queued" | "running");
+        let page = if a.json { format!("{}\n", serde_json::to_string_pretty(&e)?) } else { table(&e) };
+        if a.follow && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            // Redraw in place: clear the screen, cursor home.
+            crate::emit(&format!("\x1b[2J\x1b[H{page}"))?;
+        } else {
+            crate::emit(&page)?;
+        }
+        if !a.follow || over {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_secs(a.every)).await;
+    }
+}
+
+/// The experiment's header and one line per cell.
+fn table(e: &Value) -> String {
+    let mut out = format!(
+        "{}  {}\n{} experiment, {}; {}; priority {}\n\n",
+        text(&e["name"]),
+        text(&e["id"]),
+        text(&e["kind"]),
+        text(&e["status"]),
+        progress(e),
+        e["priority"]
+    );
+    let cells = e["cells"].as_array().map(Vec::as_slice).unwrap_or_default();
+    out += &format!(
+        "{:>4}  {:<32}  {:>13}  {:<17}  {:<19}  {}\n",
+        "cell", "params", "games", "W-D-L", "win rate", "status"
+    );
+    for c in cells {
+        let params: Vec<String> = c["params"]
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| format!("{k}={}", text(v))).collect())
+            .unwrap_or_default();
+        let rate = match (c["win_rate"].as_f64(), c["ci_low"].as_f64(), c["ci_high"].as_f64()) {
+            (Some(r), Some(lo), Some(hi)) => format!("{:.1}% [{:.1}, {:.1}]", 100.0 * r, 100.0 * lo, 100.0 * hi),
+            (Some(r), _, _) => format!("{:.1}%", 100.0 * r),
+            _ => "-".to_string(),
+        };
+        let status = match c["stop_reason"].as_str() {
+            Some(why) => format!("{}: {why}", text(&c["status"])),
+            None => text(&c["status"]),
+        };
+        out += &format!(
+            "{:>4}  {:<32}  {:>13}  {:<17}  {:<19}  {}\n",
+            text(&c["index"]),
+            params.join(" "),
+            format!("{}/{}", c["games"], c["target_games"]),
+            format!("{}-{}-{}", c["wins"], c["draws"], c["losses"]),
+            rate,
+            status
+        );
+    }
+    out
+}
+
+/// "done/target unit" from a summary or detail.
+fn progress(e: &Value) -> String {
+    format!("{}/{} {}", e["games"], e["target_games"], text(&e["counted"]))
+}
+
+/// A JSON value as plain text (strings without quotes).
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Percent-encode a query value (anything but unreserved characters).
+fn urlencoding(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
