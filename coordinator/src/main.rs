@@ -86,6 +86,7 @@ enum Cmd {
 enum TokenCmd {
     /// Create a token and print it (last line of stdout).
     Create {
+        /// researcher (submit and manage their own experiments) or admin (manage any).
         #[arg(long, value_parser = ["researcher", "admin"])]
         role: String,
     },
@@ -479,6 +480,8 @@ fn main() {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()),
         )
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: log files get plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");

@@ -35,6 +35,7 @@ pub struct Args {
     /// Threads for the all-threads self-play run (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Seed of the self-play games the positions come from.
     #[arg(long, default_value_t = 1)]
     seed: u64,
 }

@@ -98,7 +98,13 @@ pub fn run(a: Args) -> Result<()> {
         out += &format!("result: {result}\n");
     }
     out += &format!("value: {}\n", sol.value);
-    out += &format!("exact: {}\n", if sol.exact { "yes" } else { "no (depth or time limit)" });
+    let exact = match (sol.exact, a.plies, a.time) {
+        (true, ..) => "yes".to_string(),
+        (false, Some(p), _) if sol.depth >= p => format!("no (stopped at the --plies {p} limit)"),
+        (false, _, Some(t)) => format!("no (out of time: --time {t} s; deepest complete depth {})", sol.depth),
+        (false, ..) => "no".to_string(),
+    };
+    out += &format!("exact: {exact}\n");
     let best = sol.pv.first().map_or("-".to_string(), |m| m.notation(ctx.dist, |r, c| game.board.at(r, c)));
     out += &format!("best: {best}\n");
     out += &format!("sequence: {}\n", line_notation(ctx, &game, &sol.pv).join("  "));
@@ -124,6 +130,7 @@ pub struct SetArgs {
     /// How many positions.
     #[arg(long, default_value_t = 10)]
     count: usize,
+    /// Seed of the self-play games the positions come from.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Tiles left in the bag (1: pre-endgames).

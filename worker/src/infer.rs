@@ -45,8 +45,10 @@ pub struct Args {
     /// many from the prior.
     #[arg(long, default_value_t = 750)]
     max_leaves: usize,
+    /// Seed of the mini-simulations and of the leaves drawn (same seed, same posterior).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Threads (default: all cores; the posterior is the same at any count).
     #[arg(long)]
     threads: Option<usize>,
     /// Leaves to list.

@@ -23,8 +23,10 @@ pub enum Cmd {
         /// Iterations (each plays with the previous iteration's table).
         #[arg(long, default_value_t = 3)]
         iterations: u32,
+        /// Seed of the self-play games (each iteration's games follow from it).
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
         /// Output `.klv2` file.
@@ -36,6 +38,7 @@ pub enum Cmd {
         /// Leave table (default: the shipped one).
         #[arg(long)]
         leaves: Option<PathBuf>,
+        /// Leaves to look up: up to six tiles each, `?` for a blank.
         #[arg(required = true)]
         leave: Vec<String>,
     },
@@ -101,6 +104,13 @@ pub fn run(cmd: Cmd) -> Result<()> {
             let dist = engine::tiles::Distribution::english();
             for l in leave {
                 let mut tiles = dist.parse_rack(&l).map_err(|m| anyhow::anyhow!("leave `{l}`: {m}"))?;
+                let most = engine::tiles::RACK_SIZE - 1;
+                if tiles.len() > most {
+                    anyhow::bail!(
+                        "leave `{l}`: {} tiles; a leave keeps at most {most} (a play uses one or more)",
+                        tiles.len()
+                    );
+                }
                 tiles.sort_unstable();
                 crate::emit(&format!("{} {:.3}\n", dist.rack_string(&tiles), klv.value(&tiles)))?;
             }

@@ -22,9 +22,12 @@ pub enum Cmd {
     },
     /// Say whether each word is valid in a lexicon (`.kwg` or word list).
     Check {
+        /// The lexicon: a `.kwg` graph or a plain word list.
         lexicon: PathBuf,
+        /// Words to check.
         #[arg(required = true)]
         words: Vec<String>,
+        /// Tile distribution file (default: lexica/english.dist).
         #[arg(long)]
         dist: Option<PathBuf>,
     },

@@ -28,8 +28,10 @@ pub struct Args {
     /// Stop early at this confidence: 95, 98 or 99.
     #[arg(long)]
     stop: Option<String>,
+    /// Seed of the opponent racks and draws.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
     /// Leave table (`.klv2`; default: the shipped table).

@@ -237,7 +237,8 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
     // little; work resets it.
     let mut idle_wait: Option<Duration> = None;
     let mut shed = false;
-    eprintln!("volunteering {threads} threads to {} as `{name}`", client.base());
+    let plural = if threads == 1 { "thread" } else { "threads" };
+    eprintln!("volunteering {threads} {plural} to {} as `{name}`", client.base());
     while quit.load(Ordering::SeqCst) == 0 {
         let req = ClaimRequest {
             protocol: PROTOCOL_VERSION,

@@ -16,10 +16,13 @@ pub enum Cmd {
     Generate {
         #[command(flatten)]
         data: DataArgs,
+        /// Games to play.
         #[arg(long, default_value_t = 40_000)]
         games: u64,
+        /// Seed of the games.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
         /// Output `.wpt` file.
@@ -31,8 +34,10 @@ pub enum Cmd {
         /// Table (default: the shipped `lexica/enable.wpt`).
         #[arg(long)]
         table: Option<PathBuf>,
+        /// Tiles unseen by the player to move (bag + opponent's rack).
         #[arg(long)]
         unseen: usize,
+        /// Spreads (the mover's score minus the opponent's).
         #[arg(required = true, allow_negative_numbers = true)]
         spread: Vec<i32>,
     },

@@ -177,6 +177,18 @@ fn autoplay_summary_logs_and_thread_independence() {
 }
 
 #[test]
+fn leave_values_are_looked_up_and_impossible_leaves_refused() {
+    let o = worker(&["leaves", "value", "QU", "?ERS"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("QU ") && out.contains("\n?ERS "), "{out}");
+    // Seven tiles kept means no tile played: not a leave.
+    let o = worker(&["leaves", "value", "AEINRST"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("leave `AEINRST`: 7 tiles"), "{}", stderr(&o));
+}
+
+#[test]
 fn leave_generation_is_reproducible_whatever_the_thread_count() {
     let d = temp("leaves");
     let generate = |threads: &str, out: &Path| {
@@ -346,6 +358,7 @@ fn endgame_prints_value_and_best_move_the_same_at_one_and_two_threads() {
     let o = worker(&["endgame", "--cgp", bench.lines().nth(10).unwrap(), "--plies", "1", "--table-mb", "32"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(field(&stdout(&o), "stuck:"), "/Z");
+    assert_eq!(field(&stdout(&o), "exact:"), "no (stopped at the --plies 1 limit)");
 
     // A bag that is not empty, and nonsense options: one line naming the problem, status 2.
     let o = worker(&["endgame", "--cgp", &format!("{EMPTY} AB/CD 0/0 0")]);
