@@ -330,7 +330,8 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
                 .solve(ctx, game, &opts, &|_| {})
                 .map_err(|e| anyhow::anyhow!("{}:{line}: {e}", a.file.display()))?;
             let s = sol.elapsed.as_secs_f64();
-            out += &format!(
+            // Each position's line as it is solved: a run takes minutes.
+            crate::emit(&format!(
                 "line {line:>3}  threads {threads}  value {:>+5}{}  depth {:>2}  nodes {:>10}  {:>8.3}s  {:>9.0} nodes/s  stuck {stuck}\n",
                 sol.value,
                 if sol.exact { " " } else { "~" },
@@ -338,7 +339,7 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
                 sol.nodes,
                 s,
                 sol.nodes as f64 / s.max(1e-9)
-            );
+            ))?;
             secs += s;
             nodes += sol.nodes;
             times.push((s, stuck == "-"));

@@ -177,6 +177,37 @@ fn autoplay_summary_logs_and_thread_independence() {
 }
 
 #[test]
+fn bench_endgame_reports_every_position_at_every_thread_count() {
+    let bench =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/endgame-bench.cgp")).unwrap();
+    let two: Vec<&str> = bench.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).take(2).collect();
+    let file = temp("bench").join("bench-two.cgp");
+    std::fs::write(&file, format!("# two positions\n{}\n", two.join("\n"))).unwrap();
+    let o = worker(&[
+        "bench-endgame",
+        "--file",
+        file.to_str().unwrap(),
+        "--plies",
+        "2",
+        "--threads",
+        "1,2",
+        "--table-mb",
+        "16",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for threads in [1, 2] {
+        assert_eq!(out.matches(&format!("  threads {threads}  value")).count(), 2, "{out}");
+        assert!(out.contains(&format!("threads {threads}: 2 positions in")), "{out}");
+    }
+    // A broken line is named with its file and line number.
+    std::fs::write(&file, "# one bad position\nnot a cgp\n").unwrap();
+    let o = worker(&["bench-endgame", "--file", file.to_str().unwrap(), "--plies", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bench-two.cgp:2:"), "{}", stderr(&o));
+}
+
+#[test]
 fn leave_values_are_looked_up_and_impossible_leaves_refused() {
     let o = worker(&["leaves", "value", "QU", "?ERS"]);
     assert!(o.status.success(), "{}", stderr(&o));
