@@ -46,8 +46,8 @@ pub async fn add(db: &sqlx::PgPool, role: &str, name: &str, bytes: &[u8], defaul
 
 /// Make the shipped data (ENABLE graph, leave table, English tiles, standard board) the
 /// defaults, unless defaults are already set. Concurrent start-ups are harmless: the bytes are
-/// identical and inserts are idempotent.
-pub async fn ensure_defaults(db: &sqlx::PgPool, lexica: &FsPath) -> anyhow::Result<()> {
+/// identical and inserts are idempotent. Says whether anything was read from `lexica`.
+pub async fn ensure_defaults(db: &sqlx::PgPool, lexica: &FsPath) -> anyhow::Result<bool> {
     let have: Vec<(String,)> = sqlx::query_as("SELECT role FROM artifacts WHERE is_default").fetch_all(db).await?;
     let missing = |r: &str| !have.iter().any(|(h,)| h == r);
     if missing("lexicon") {
@@ -70,7 +70,7 @@ pub async fn ensure_defaults(db: &sqlx::PgPool, lexica: &FsPath) -> anyhow::Resu
             add(db, role, file, &bytes, true).await?;
         }
     }
-    Ok(())
+    Ok(["lexicon", "leaves", "distribution", "layout", "winpct"].into_iter().any(missing))
 }
 
 /// The artifacts an experiment runs with: its pinned ones, the defaults for the rest.

@@ -294,7 +294,20 @@ async fn healthz(axum::extract::State(st): axum::extract::State<AppState>) -> Re
 async fn serve(url: Option<&str>, args: ServeArgs) -> Result<()> {
     let db = connect(url, args.db_pool).await?;
     MIGRATOR.run(&db).await.context("applying migrations")?;
-    artifacts::ensure_defaults(&db, &lexica_dir(args.lexica.clone())).await?;
+    if let Some(dir) = args.lexica.as_ref().filter(|d| !d.is_dir()) {
+        anyhow::bail!(
+            "--lexica {}: no such folder (it should hold enable.txt, enable.klv2, english.dist, standard15.layout \
+             and enable.wpt)",
+            dir.display()
+        );
+    }
+    let read = artifacts::ensure_defaults(&db, &lexica_dir(args.lexica.clone())).await?;
+    if !read && let Some(dir) = &args.lexica {
+        tracing::warn!(
+            lexica = %dir.display(),
+            "the database already has default artifacts: --lexica was not read (`coordinator artifact` adds and sets defaults)"
+        );
+    }
     let listener =
         tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("cannot listen on {}", args.bind))?;
     let limit = match args.max_in_flight {

@@ -77,6 +77,12 @@ fn admin_commands_against_postgres() {
     assert_eq!(count, 1, "only the good artifact ({sha}) is stored");
     let o = coordinator(&["recompute"], Some(&db));
     assert!(String::from_utf8_lossy(&o.stdout).contains("0 cells recomputed, 0 differed"));
+    // `serve --lexica` naming no folder: one line that says so, before anything is stored.
+    let nowhere = dir.join("no-such-lexica");
+    let o = coordinator(&["serve", "--bind", "127.0.0.1:0", "--lexica", nowhere.to_str().unwrap()], Some(&db));
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("--lexica") && e.contains("no such folder") && e.matches("no-such-lexica").count() == 1, "{e}");
     let _ = std::fs::remove_dir_all(&dir);
     rt.block_on(async {
         use sqlx::{Connection, Executor};
