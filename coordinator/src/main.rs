@@ -303,7 +303,8 @@ async fn serve(url: Option<&str>, args: ServeArgs) -> Result<()> {
     }
     let read = artifacts::ensure_defaults(&db, &lexica_dir(args.lexica.clone())).await?;
     if !read && let Some(dir) = &args.lexica {
-        tracing::warn!(
+        // Info, not a warning: every restart of a coordinator started with --lexica says it.
+        tracing::info!(
             lexica = %dir.display(),
             "the database already has default artifacts: --lexica was not read (`coordinator artifact` adds and sets defaults)"
         );
