@@ -9,18 +9,6 @@ use uuid::Uuid;
 /// These tests time leases and signals: run them one at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-const MATCH: &str = r#"
-name = "e2e match"
-kind = "match"
-games = 240
-seed = 11
-[match]
-bot1 = "static"
-bot2 = "greedy"
-[grid]
-"bot2" = ["greedy", "softmax:t=2,bag=30"]
-"#;
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() -> Result<()> {
     let _serial = SERIAL.lock().await;

@@ -5,17 +5,9 @@ use anyhow::{Result, ensure};
 use e2e::*;
 use std::process::Command;
 
-const GRID: &str = r#"
-name = "cli grid"
-kind = "match"
-games = 40
-seed = 3
-[match]
-bot1 = "static"
-bot2 = "greedy"
-[grid]
-"bot2" = ["greedy", "softmax:t=2,bag=30"]
-"#;
+fn grid(name: &str) -> String {
+    MATCH.replace("e2e match", name).replace("games = 240", "games = 40")
+}
 
 /// `worker experiments ARGS...`: (exit success, stdout, stderr).
 fn experiments(args: &[&str]) -> Result<(bool, String, String)> {
@@ -30,8 +22,8 @@ async fn researchers_list_show_reprioritise_and_stop_from_the_terminal() -> Resu
     let url = coord.url.as_str();
     let token = researcher_token(&db.url)?;
     let dir = Scratch::new("experiments-cli");
-    let first = submit(url, &token, &experiment_file(&dir.0, "a.toml", GRID))?;
-    let second = submit(url, &token, &experiment_file(&dir.0, "b.toml", &GRID.replace("cli grid", "another")))?;
+    let first = submit(url, &token, &experiment_file(&dir.0, "a.toml", &grid("cli grid")))?;
+    let second = submit(url, &token, &experiment_file(&dir.0, "b.toml", &grid("another")))?;
     let (first_s, second_s) = (first.to_string(), second.to_string());
 
     // The table names both, newest first; `--sort name` puts "another" first too, `--status`

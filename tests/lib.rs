@@ -463,3 +463,17 @@ pub async fn finish_with_volunteers(url: &str, id: Uuid, names: &[&str], home: &
     }
     Ok(())
 }
+
+/// A two-cell match grid (static against greedy and against a softmax bot), 240 games a cell:
+/// tests change its name and `games = 240` as they need.
+pub const MATCH: &str = r#"
+name = "e2e match"
+kind = "match"
+games = 240
+seed = 11
+[match]
+bot1 = "static"
+bot2 = "greedy"
+[grid]
+"bot2" = ["greedy", "softmax:t=2,bag=30"]
+"#;

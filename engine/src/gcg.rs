@@ -59,13 +59,7 @@ pub fn gcg_move(mv: &Move, dist: &Distribution) -> String {
 pub fn write_csv(r: &GameRecord, names: [&str; 2], dist: &Distribution) -> String {
     let mut s = String::new();
     for (i, t) in r.game.history.iter().enumerate() {
-        let mut leave = t.rack.clone();
-        for u in t.mv.rack_tiles() {
-            if let Some(k) = leave.iter().position(|&x| x == u) {
-                leave.swap_remove(k);
-            }
-        }
-        leave.sort_unstable();
+        let leave = t.mv.leave(&t.rack);
         let _ = writeln!(
             s,
             "{},{},{},{},{},{},{},{},{},{:.3},{}",

@@ -115,10 +115,10 @@ pub fn run(cmd: Cmd) -> Result<()> {
 
 async fn list(a: ListArgs) -> Result<()> {
     let client = Client::new(&a.at.coordinator, None)?;
-    let mut path = format!("/experiments?sort={}", urlencoding(&a.sort));
-    if let Some(s) = &a.status {
-        path += &format!("&status={}", urlencoding(s));
-    }
+    // The url crate's form encoding (what reqwest itself uses) for the query string.
+    let mut query = reqwest::Url::parse("http://query/").expect("a valid URL");
+    query.query_pairs_mut().append_pair("sort", &a.sort).extend_pairs(a.status.as_ref().map(|s| ("status", s)));
+    let path = format!("/experiments?{}", query.query().unwrap_or_default());
     let list: Vec<Value> =
         client.get(&path).await.with_context(|| format!("{}: cannot list experiments", client.base()))?;
     if a.json {
@@ -216,14 +216,4 @@ fn text(v: &Value) -> String {
         Value::Null => "-".to_string(),
         other => other.to_string(),
     }
-}
-
-/// Percent-encode a query value (anything but unreserved characters).
-fn urlencoding(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
