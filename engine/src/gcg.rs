@@ -92,6 +92,8 @@ pub struct Replay {
     pub moves: usize,
     /// Every move line, in file order.
     pub turns: Vec<LoggedTurn>,
+    /// Whether the log has end-of-game lines (the game was finished).
+    pub ended: bool,
 }
 
 /// One move line of a log: who moved (by `#player` order), the rack shown, the move.
@@ -115,6 +117,7 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
     let mut mg = Generator::new();
     let mut moves = 0;
     let mut turns = Vec::new();
+    let mut ended = false;
     for (i, raw) in text.lines().enumerate() {
         let at = |m: String| DataError::new(format!("{source}:{}", i + 1), m);
         let line = raw.trim_end();
@@ -144,6 +147,7 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
             if scores[p] != total {
                 return Err(at(format!("total {total} but the rules give {}", scores[p])));
             }
+            ended = true;
             continue;
         }
         if f.len() < 4 {
@@ -176,7 +180,7 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
             format!("more `{}` on the board than the distribution holds", dist.rack_char(t)),
         ));
     }
-    Ok(Replay { board, scores, moves, turns })
+    Ok(Replay { board, scores, moves, turns, ended })
 }
 
 /// The game after the first `n` turns of a replayed log, for the player who moves next: the
@@ -258,7 +262,7 @@ pub fn game_at(replay: &Replay, n: usize, rack: Option<Vec<u8>>, ctx: Ctx) -> Re
 
 /// The move a GCG move field names (`8D WO.D`, `-TILES`, `-`), with its score, for `rack` on
 /// `board`; a placement must be one the generator finds.
-fn resolve(text: &[&str], rack: &[u8], board: &Board, ctx: Ctx, mg: &mut Generator) -> Result<Move, String> {
+pub fn resolve(text: &[&str], rack: &[u8], board: &Board, ctx: Ctx, mg: &mut Generator) -> Result<Move, String> {
     let dist = ctx.dist;
     match text {
         ["-"] => Ok(Move::PASS),

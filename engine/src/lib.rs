@@ -8,6 +8,7 @@ pub mod cgp;
 pub mod endgame;
 pub mod error;
 pub mod eval;
+pub mod features;
 pub mod game;
 pub mod gcg;
 pub mod infer;
