@@ -4,6 +4,7 @@
 
 use crate::endgame::{Options, Solver, peg};
 use crate::eval::{OPENING_VOWEL_PENALTY, StaticEval, request};
+use crate::features::{Before, Encoder, FRAME_LEN};
 use crate::game::Game;
 use crate::infer::{self, InferConfig, Inference, Likelihood, Posterior};
 use crate::leaves::{Klv, RackLeaves};
@@ -38,6 +39,15 @@ pub trait Player: Send {
     }
 }
 
+/// A value net the CNN bot asks: for a batch of frames (`features::FRAME_LEN` floats each),
+/// the mover's expected outcome of each, -1 to 1. Implemented outside the engine (crate `nn`).
+pub trait Valuer: Send {
+    fn values(&mut self, frames: &[f32]) -> Result<Vec<f32>, String>;
+}
+
+/// Loads the value net a `cnn:model=...` spec names (a path or an artifact's sha256).
+pub type ModelLoader<'a> = dyn Fn(&str) -> Result<Box<dyn Valuer>, String> + 'a;
+
 /// A bot by name and parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub enum BotSpec {
@@ -67,6 +77,9 @@ pub enum BotSpec {
     /// a simming bot the pre-endgame with one tile in the bag, within `ms` per move. Spelled
     /// as `inner`'s parameters plus `endgame=MS`.
     Endgame { inner: Box<BotSpec>, ms: u64 },
+    /// The static evaluator's top `k` moves (every move when `None`), each valued by a value
+    /// net `model` in the position it leaves; plays the one the net values highest.
+    Cnn { model: String, k: Option<usize> },
 }
 
 /// The simulating bot's rack inference, spelled `infer=sim,tau=0.05,infer_iters=200,infer_k=8,
@@ -101,8 +114,14 @@ macro_rules! sim_params {
 pub const SIM_PARAMS: &str = sim_params!();
 
 /// Every bot and its parameters, as `worker autoplay --help` and errors list them.
-pub const BOTS: &str =
-    concat!("greedy, static, softmax:t=T,bag=N, ", sim_params!(), "; static and sim also take endgame=MS");
+pub const BOTS: &str = concat!(
+    "greedy, static, softmax:t=T,bag=N, ",
+    sim_params!(),
+    ", cnn:model=PATH|SHA256,k=N|all; static and sim also take endgame=MS"
+);
+
+/// Candidates the CNN bot values when its spec does not say.
+pub const CNN_DEFAULT_K: usize = 20;
 
 impl BotSpec {
     pub fn parse(s: &str) -> Result<Self, crate::DataError> {
@@ -137,6 +156,23 @@ impl BotSpec {
                 Some((k, _)) => unknown(k),
                 None => Ok(if name == "greedy" { BotSpec::Greedy } else { BotSpec::Static }),
             },
+            "cnn" => {
+                let (mut model, mut k) = (None, Some(CNN_DEFAULT_K));
+                for (key, v) in kv {
+                    match key {
+                        "model" if !v.is_empty() => model = Some(v.to_string()),
+                        "k" if v == "all" => k = None,
+                        "k" => {
+                            k = Some(v.parse().ok().filter(|k| (1..=10_000).contains(k)).ok_or_else(|| {
+                                format!("bot `{s}`: k must be a number of candidates (1 to 10000) or `all`")
+                            })?)
+                        }
+                        key => return unknown(key),
+                    }
+                }
+                let model = model.ok_or_else(|| format!("bot `{s}`: cnn needs model=PATH or model=SHA256"))?;
+                Ok(BotSpec::Cnn { model, k })
+            }
             "softmax" => {
                 let (mut t, mut bag) = (1.0, 60);
                 for (k, v) in kv {
@@ -272,13 +308,27 @@ impl BotSpec {
     }
 
     /// The bot, with the data it uses. A simulating bot without a win-probability table is an
-    /// error.
+    /// error, and so is a CNN bot: it needs [`BotSpec::build_with`] and a model loader.
     pub fn build(
         &self,
         leaves: Option<Arc<Klv>>,
         table: Option<Arc<WinTable>>,
     ) -> Result<Box<dyn Player>, crate::DataError> {
+        self.build_with(leaves, table, &|_| Err("this command cannot load value nets".into()))
+    }
+
+    /// [`BotSpec::build`], with `models` loading the value net of a CNN bot.
+    pub fn build_with(
+        &self,
+        leaves: Option<Arc<Klv>>,
+        table: Option<Arc<WinTable>>,
+        models: &ModelLoader,
+    ) -> Result<Box<dyn Player>, crate::DataError> {
         Ok(match *self {
+            BotSpec::Cnn { ref model, k } => {
+                let net = models(model).map_err(|e| crate::DataError::new("bot", format!("`{self}`: {e}")))?;
+                Box::new(CnnBot { eval: StaticEval::new(leaves), net, k, frames: Vec::new() })
+            }
             BotSpec::Greedy => Box::new(Greedy),
             BotSpec::Static => Box::new(StaticEval::new(leaves)),
             BotSpec::Softmax { t, bag } => Box::new(Softmax { eval: StaticEval::new(leaves), t, bag }),
@@ -306,7 +356,7 @@ impl BotSpec {
                 };
                 Box::new(EndgamePlayer {
                     eval: StaticEval::new(leaves.clone()),
-                    inner: inner.build(leaves, table)?,
+                    inner: inner.build_with(leaves, table, models)?,
                     solver: Solver::new(ENDGAME_TABLE_BYTES),
                     limit: Duration::from_millis(ms),
                     peg,
@@ -355,6 +405,8 @@ impl fmt::Display for BotSpec {
                 let inner = inner.to_string();
                 write!(f, "{inner}{}endgame={ms}", if inner.contains(':') { ',' } else { ':' })
             }
+            BotSpec::Cnn { model, k: Some(k) } => write!(f, "cnn:model={model},k={k}"),
+            BotSpec::Cnn { model, k: None } => write!(f, "cnn:model={model},k=all"),
         }
     }
 }
@@ -527,5 +579,60 @@ impl Player for EndgamePlayer {
             }
         }
         self.inner.choose(ctx, view, mg, rng)
+    }
+}
+
+/// The CNN bot: the static evaluator's top `k`, each valued by the net in the position it
+/// leaves, from the mover's view; the highest value plays (ties to the better static equity).
+pub struct CnnBot {
+    eval: StaticEval,
+    net: Box<dyn Valuer>,
+    k: Option<usize>,
+    frames: Vec<f32>,
+}
+
+impl Player for CnnBot {
+    fn choose(&mut self, ctx: Ctx, view: &View, mg: &mut Generator, _rng: &mut Rng) -> Move {
+        let game = view.game();
+        let moves: Vec<Move> = match self.k {
+            Some(k) => self.eval.best(ctx, game, mg, k).to_vec(),
+            None => {
+                let leaves = self.eval.rack_leaves(ctx, game);
+                let mut all = mg.generate(ctx, &request(game, &leaves, OPENING_VOWEL_PENALTY), Mode::All).to_vec();
+                all.sort_unstable_by(crate::moves::rank);
+                all
+            }
+        };
+        if moves.len() == 1 {
+            return moves[0];
+        }
+        let last = view.turn_count().checked_sub(1).map(|i| view.turn(i)).filter(|t| t.player != view.me());
+        let unseen = view.unseen();
+        let rack = &game.racks[game.on_turn];
+        let before = Before {
+            board: &game.board,
+            rack,
+            unseen: &unseen,
+            bag: game.bag.len(),
+            spread: game.scores[game.on_turn] - game.scores[1 - game.on_turn],
+            opponent_last: last.as_ref().map(|t| &t.mv),
+        };
+        let encoder = Encoder::new(ctx.dist).expect("the CNN bot plays 26-letter games (checked when built)");
+        self.frames.clear();
+        self.frames.resize(moves.len() * FRAME_LEN, 0.0);
+        for (m, frame) in moves.iter().zip(self.frames.chunks_exact_mut(FRAME_LEN)) {
+            let leave = self.eval.leaves().map_or(0.0, |k| k.value(&m.leave(rack)));
+            encoder.encode(ctx, &before, m, leave, frame);
+        }
+        // A net that loaded has the checked shapes; failing now is the machine (out of memory,
+        // a lost GPU), which no move can answer.
+        let values = self.net.values(&self.frames).unwrap_or_else(|e| panic!("the value net failed: {e}"));
+        let mut best = 0;
+        for (i, v) in values.iter().enumerate() {
+            if *v > values[best] {
+                best = i;
+            }
+        }
+        moves[best]
     }
 }

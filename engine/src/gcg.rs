@@ -110,6 +110,12 @@ pub struct LoggedTurn {
 /// listed score and running total must be what the rules give, and no tile may appear more
 /// often than the distribution holds.
 pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
+    replay_at(text, ctx, source, 1)
+}
+
+/// [`replay`] of a game whose first line is line `first_line` of `source` (a file of many
+/// games), so that errors name the file's own lines.
+pub fn replay_at(text: &str, ctx: Ctx, source: &str, first_line: usize) -> Result<Replay, DataError> {
     let dist = ctx.dist;
     let mut nicks: Vec<String> = Vec::new();
     let mut board = Board::new();
@@ -119,7 +125,7 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
     let mut turns = Vec::new();
     let mut ended = false;
     for (i, raw) in text.lines().enumerate() {
-        let at = |m: String| DataError::new(format!("{source}:{}", i + 1), m);
+        let at = |m: String| DataError::new(format!("{source}:{}", i + first_line), m);
         let line = raw.trim_end();
         if let Some(rest) = line.strip_prefix("#player") {
             let mut f = rest.split_whitespace();
@@ -170,7 +176,7 @@ pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
         if mv.kind == Kind::Place {
             board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), ctx.kwg, dist);
         }
-        turns.push(LoggedTurn { player: p, rack, mv, line: i + 1 });
+        turns.push(LoggedTurn { player: p, rack, mv, line: i + first_line });
         moves += 1;
     }
     let used = crate::game::board_counts(&board);

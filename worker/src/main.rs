@@ -4,6 +4,7 @@
 
 mod autoplay;
 mod bench;
+mod cnn;
 mod client;
 mod data;
 mod endgame;
@@ -71,6 +72,9 @@ enum Command {
     Wintable(wintable::Cmd),
     /// Measure move generation and self-play speed.
     Bench(bench::Args),
+    /// The CNN evaluator: input frames, training streams.
+    #[command(subcommand)]
+    Cnn(cnn::Cmd),
     /// Load-test a coordinator with many simulated volunteers.
     Loadtest(loadtest::Args),
 }
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
         Command::Autoplay(a) => autoplay::run(a),
         Command::Leaves(c) => leaves::run(c),
         Command::Bench(a) => bench::run(a),
+        Command::Cnn(c) => cnn::run(c),
         Command::Wintable(c) => wintable::run(c),
         Command::Loadtest(a) => loadtest::run(a),
     };

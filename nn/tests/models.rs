@@ -1,0 +1,80 @@
+//! The value nets through ONNX Runtime on the CPU: the trainer's own numbers reproduced, any
+//! batch size, and models with the wrong shapes or no model at all refused with the file named.
+//! Needs ONNX Runtime: `ORT_DYLIB_PATH`, or python3's `onnxruntime` (scripts/trainer-env.sh).
+
+use engine::features::FRAME_LEN;
+use nn::{Device, Runtime};
+use std::path::PathBuf;
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+fn runtime() -> &'static Runtime {
+    Runtime::get(None, Device::Cpu).unwrap_or_else(|e| panic!("these tests need ONNX Runtime: {e}"))
+}
+
+/// Frame `b` of the fixed batch `lexhive_trainer.fixtures` valued with torch.
+fn frame(b: usize) -> Vec<f32> {
+    (0..FRAME_LEN).map(|i| if (i * 7 + b * 13) % 11 == 0 { 1.0 + (b % 3) as f32 } else { 0.0 }).collect()
+}
+
+fn expected() -> Vec<f32> {
+    let text = std::fs::read_to_string(data("tiny.expect.json")).unwrap();
+    let start = text.find('[').unwrap();
+    let end = text.find(']').unwrap();
+    text[start + 1..end].split(',').map(|x| x.trim().parse::<f32>().unwrap()).collect()
+}
+
+#[test]
+fn the_trainers_values_come_back_at_every_batch_size() {
+    let want = expected();
+    let mut model = runtime().model(&data("tiny.onnx"), 1).unwrap();
+    let all: Vec<f32> = (0..want.len()).flat_map(frame).collect();
+    let got = model.evaluate(&all).unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 1e-5, "got {got:?}, torch gave {want:?}");
+    }
+    // One at a time, and twice in a bigger batch: each value is the frame's alone.
+    for (b, w) in want.iter().enumerate() {
+        let one = model.evaluate(&frame(b)).unwrap();
+        assert!((one[0] - w).abs() < 1e-5);
+    }
+    let twice: Vec<f32> = (0..2 * want.len()).flat_map(|b| frame(b % want.len())).collect();
+    let got = model.evaluate(&twice).unwrap();
+    assert_eq!(got.len(), 2 * want.len());
+    for b in 0..want.len() {
+        assert!((got[b] - got[b + want.len()]).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn a_batch_that_is_not_whole_frames_is_an_error() {
+    let mut model = runtime().model(&data("tiny.onnx"), 1).unwrap();
+    let e = model.evaluate(&vec![0.0; FRAME_LEN + 3]).unwrap_err().to_string();
+    assert!(e.contains("not a whole number of frames"), "{e}");
+    assert!(model.evaluate(&[]).is_err());
+}
+
+#[test]
+fn a_model_of_another_encoding_is_refused_naming_the_input() {
+    let e = runtime().model(&data("wrong-planes.onnx"), 1).err().expect("refused").to_string();
+    assert!(e.contains("wrong-planes.onnx"), "{e}");
+    assert!(e.contains("`planes` has shape [n, 84, 15, 15], expected [n, 85, 15, 15]"), "{e}");
+}
+
+#[test]
+fn a_corrupt_or_missing_model_is_refused_naming_the_file() {
+    let e = runtime().model(&data("corrupt.onnx"), 1).err().expect("refused").to_string();
+    assert!(e.contains("corrupt.onnx") && e.contains("not a loadable ONNX model"), "{e}");
+    let e = runtime().model(&data("nothing-here.onnx"), 1).err().expect("refused").to_string();
+    assert!(e.contains("nothing-here.onnx: no such file"), "{e}");
+}
+
+#[test]
+fn the_runtime_says_where_it_runs() {
+    let rt = runtime();
+    assert!(!rt.cuda());
+    let line = rt.describe();
+    assert!(line.contains("libonnxruntime") && line.ends_with("on the CPU"), "{line}");
+}

@@ -1,0 +1,316 @@
+//! `worker cnn`: the CNN evaluator's tools. `features` prints one frame; `assemble` turns GCG
+//! logs into the binary record stream the trainer reads (`docs/CNN.md`).
+
+use crate::data::{DataArgs, load_leaves};
+use anyhow::{Context, Result, bail};
+use engine::board::{DIM, SQUARES};
+use engine::cgp::Position;
+use engine::features::{Before, Encoder, FRAME_LEN, PLANES, RECORD_LEN, SCALARS};
+use engine::gcg::{replay_at, resolve};
+use engine::leaves::Klv;
+use engine::movegen::Generator;
+use engine::rng::derive;
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(clap::Subcommand)]
+pub enum Cmd {
+    /// Print the frame of a move: the position after it, from the mover's view.
+    Features(FeaturesArgs),
+    /// Turn GCG logs into a record stream for the trainer (frame + target per turn).
+    Assemble(AssembleArgs),
+}
+
+#[derive(clap::Args)]
+pub struct FeaturesArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// The position in CGP notation; its player on turn makes the move.
+    #[arg(long)]
+    cgp: String,
+    /// The move as GCG writes it: `8G SCAT` (`.` or the letter for tiles played through,
+    /// lowercase for a blank), `-TILES` to exchange, `-` to pass.
+    #[arg(long = "move", allow_hyphen_values = true)]
+    mv: String,
+    /// Leave table valuing the move's leave (default: the shipped table).
+    #[arg(long)]
+    leaves: Option<PathBuf>,
+    /// Print `{"planes": 85x15x15, "scalars": 76}` as JSON instead of a summary.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct AssembleArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// GCG files, or folders searched for `*.gcg`; a file may hold many games one after another.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The training record stream to write.
+    #[arg(long)]
+    out: PathBuf,
+    /// Also write a validation stream here, of whole games held out of `--out`.
+    #[arg(long, requires = "val_percent")]
+    val: Option<PathBuf>,
+    /// Percent of games held out for `--val` (chosen from the seed).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=50), requires = "val")]
+    val_percent: Option<u8>,
+    /// Seed of which games are transposed (half of them) and which are held out.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Leave table valuing each move's leave (default: the shipped table).
+    #[arg(long)]
+    leaves: Option<PathBuf>,
+    /// Threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+pub fn run(cmd: Cmd) -> Result<()> {
+    match cmd {
+        Cmd::Features(a) => features(a),
+        Cmd::Assemble(a) => assemble(a),
+    }
+}
+
+fn features(a: FeaturesArgs) -> Result<()> {
+    let data = a.data.load()?;
+    let ctx = data.ctx();
+    let klv = load_leaves(a.leaves.as_deref())?;
+    let encoder = Encoder::new(&data.dist)?;
+    let game = Position::parse(&a.cgp, &data.dist)?.into_game(&data.kwg, &data.dist, 0);
+    let fields: Vec<&str> = a.mv.split_whitespace().collect();
+    let mv = resolve(&fields, &game.racks[0], &game.board, ctx, &mut Generator::new())
+        .map_err(|e| anyhow::anyhow!("--move `{}`: {e}", a.mv))?;
+    let mut unseen = Vec::new();
+    let before = Before::of_game(&game, &mut unseen, None);
+    let leave_value = klv.as_ref().map_or(0.0, |k| k.value(&mv.leave(&game.racks[0])));
+    let mut frame = vec![0.0; FRAME_LEN];
+    encoder.encode(ctx, &before, &mv, leave_value, &mut frame);
+    let (planes, scalars) = frame.split_at(PLANES * SQUARES);
+    if a.json {
+        let planes: Vec<Vec<&[f32]>> = planes.chunks(SQUARES).map(|p| p.chunks(DIM).collect()).collect();
+        crate::emit(&format!("{}\n", serde_json::json!({ "planes": planes, "scalars": scalars })))?;
+        return Ok(());
+    }
+    let mut out = format!("{} scores {}; planes set (of {PLANES}):\n", a.mv, mv.score);
+    for (name, first, n) in PLANE_GROUPS {
+        let ones: usize = planes[first * SQUARES..(first + n) * SQUARES].iter().filter(|&&x| x != 0.0).count();
+        out += &format!("  {name:<22} {ones} squares\n");
+    }
+    out += &format!("scalars ({SCALARS}):\n");
+    for (k, chunk) in scalars.chunks(8).enumerate() {
+        let row: Vec<String> = chunk.iter().map(|x| format!("{x:.3}")).collect();
+        out += &format!("  {:>2}: {}\n", k * 8, row.join(" "));
+    }
+    crate::emit(&out)
+}
+
+const PLANE_GROUPS: [(&str, usize, usize); 7] = [
+    ("letters", 0, 26),
+    ("blanks", 26, 1),
+    ("across cross-sets", 27, 26),
+    ("down cross-sets", 53, 26),
+    ("uncovered premiums", 79, 4),
+    ("opponent's last play", 83, 1),
+    ("this play", 84, 1),
+];
+
+/// One game's text and where it starts.
+struct GameText {
+    source: String,
+    first_line: usize,
+    text: String,
+}
+
+/// Games in flight at once: bounds memory (each game's records are ~2 MB) whatever the input.
+const CHUNK: usize = 64;
+
+fn assemble(a: AssembleArgs) -> Result<()> {
+    let data = a.data.load()?;
+    let ctx = data.ctx();
+    let klv: Option<Klv> = load_leaves(a.leaves.as_deref())?;
+    let encoder = Encoder::new(&data.dist)?;
+    let files = gcg_files(&a.inputs)?;
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+
+    let mut train = Output::create(&a.out)?;
+    let mut val = a.val.as_deref().map(Output::create).transpose()?;
+    let bar = ProgressBar::new_spinner().with_style(
+        ProgressStyle::with_template("{spinner} {pos} games  {msg}  {per_sec}").expect("valid template"),
+    );
+    let start = Instant::now();
+    let mut index = 0u64;
+    let mut chunk = Vec::with_capacity(CHUNK);
+    let mut flush = |chunk: &mut Vec<GameText>, index: &mut u64| -> Result<()> {
+        let results: Vec<Result<Vec<f32>>> = pool.install(|| {
+            chunk
+                .par_iter()
+                .enumerate()
+                .map(|(k, g)| {
+                    let i = *index + k as u64;
+                    let log = replay_at(&g.text, ctx, &g.source, g.first_line)?;
+                    let mut records = Vec::with_capacity(log.turns.len() * RECORD_LEN);
+                    encoder
+                        .game_records(ctx, &log, klv.as_ref(), derive(a.seed, i) & 1 == 1, &mut records)
+                        .map_err(|e| anyhow::anyhow!("{}:{}: {e}", g.source, g.first_line))?;
+                    Ok(records)
+                })
+                .collect()
+        });
+        for (k, records) in results.into_iter().enumerate() {
+            let i = *index + k as u64;
+            let held_out = a.val_percent.is_some_and(|p| derive(a.seed ^ HOLDOUT, i) % 100 < p as u64);
+            let out = match (&mut val, held_out) {
+                (Some(v), true) => v,
+                _ => &mut train,
+            };
+            out.write(&records?)?;
+        }
+        *index += chunk.len() as u64;
+        bar.set_position(*index);
+        bar.set_message(format!("{:.0} MB", (train.bytes + val.as_ref().map_or(0, |v| v.bytes)) as f64 / 1e6));
+        chunk.clear();
+        Ok(())
+    };
+    for path in &files {
+        for game in games_in(path)? {
+            chunk.push(game?);
+            if chunk.len() == CHUNK {
+                flush(&mut chunk, &mut index)?;
+            }
+        }
+    }
+    flush(&mut chunk, &mut index)?;
+    bar.finish_and_clear();
+    if index == 0 {
+        bail!("no games in {}", a.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let total = train.bytes + val.as_ref().map_or(0, |v| v.bytes);
+    let mut summary = format!("{index} games from {} files\n{}", files.len(), train.finish()?);
+    if let Some(v) = val {
+        summary += &v.finish()?;
+    }
+    summary += &format!(
+        "{:.1} MB in {secs:.2}s ({:.0} MB/s, {threads} threads)\n",
+        total as f64 / 1e6,
+        total as f64 / 1e6 / secs
+    );
+    crate::emit(&summary)
+}
+
+/// Stream of the held-out draw, apart from the transposition's.
+const HOLDOUT: u64 = 0x5eed_0f_ba1;
+
+/// A record stream being written: to a temporary file renamed into place by `finish`, so an
+/// error leaves nothing half-written.
+struct Output {
+    path: PathBuf,
+    tmp: PathBuf,
+    file: BufWriter<std::fs::File>,
+    bytes: u64,
+    records: u64,
+}
+
+impl Output {
+    fn create(path: &Path) -> Result<Self> {
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+        let file = std::fs::File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+        Ok(Self { path: path.into(), tmp, file: BufWriter::with_capacity(1 << 20, file), bytes: 0, records: 0 })
+    }
+
+    fn write(&mut self, records: &[f32]) -> Result<()> {
+        let bytes: Vec<u8> = records.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.file.write_all(&bytes).with_context(|| format!("{}: cannot write", self.tmp.display()))?;
+        self.bytes += bytes.len() as u64;
+        self.records += (records.len() / RECORD_LEN) as u64;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<String> {
+        self.file.flush().with_context(|| format!("{}: cannot write", self.tmp.display()))?;
+        std::fs::rename(&self.tmp, &self.path)
+            .with_context(|| format!("{}: cannot rename into place", self.path.display()))?;
+        Ok(format!("{}: {} records\n", self.path.display(), self.records))
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        // After `finish` the temporary file is gone; after an error this removes it.
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+/// The `.gcg` files named, folders searched one level deep, in name order.
+fn gcg_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for p in inputs {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("{}: cannot read the folder", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|e| e == "gcg"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else if p.exists() {
+            files.push(p.clone());
+        } else {
+            bail!("{}: no such file or folder", p.display());
+        }
+    }
+    Ok(files)
+}
+
+/// The games of a file, read line by line: a game starts at a header line (`#character-encoding`
+/// or `#player1`) that follows a move line.
+fn games_in(path: &Path) -> Result<impl Iterator<Item = Result<GameText>>> {
+    let file = std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let mut lines = std::io::BufReader::new(file).lines().enumerate();
+    let name = path.display().to_string();
+    let mut pending: Option<(usize, String)> = None;
+    let mut done = false;
+    Ok(std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let (mut first, mut text) = pending.take().unwrap_or((1, String::new()));
+        let mut moves = false;
+        loop {
+            match lines.next() {
+                None => {
+                    done = true;
+                    return (!text.trim().is_empty()).then(|| Ok(game_text(&name, first, text)));
+                }
+                Some((_, Err(e))) => {
+                    done = true;
+                    return Some(Err(anyhow::anyhow!("{name}: cannot read: {e}")));
+                }
+                Some((i, Ok(line))) => {
+                    let header = line.starts_with("#character-encoding") || line.starts_with("#player1");
+                    if header && moves {
+                        pending = Some((i + 1, format!("{line}\n")));
+                        return Some(Ok(game_text(&name, first, text)));
+                    }
+                    if text.is_empty() {
+                        first = i + 1;
+                    }
+                    moves |= line.starts_with('>');
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+            }
+        }
+    }))
+}
+
+fn game_text(name: &str, first_line: usize, text: String) -> GameText {
+    GameText { source: name.to_string(), first_line, text }
+}
