@@ -347,3 +347,21 @@ fn records_from_a_log_are_the_frames_the_players_saw() {
         assert!(err.unwrap_err().contains("not finished"));
     }
 }
+
+#[test]
+fn cnn_bot_specs_round_trip_and_bad_ones_are_refused() {
+    use engine::bots::BotSpec;
+    for s in ["cnn:model=models/a.onnx,k=12", "cnn:model=ab12,k=all"] {
+        let b = BotSpec::parse(s).unwrap();
+        assert_eq!(b.to_string(), s);
+        assert_eq!(BotSpec::parse(&b.to_string()).unwrap(), b);
+    }
+    assert_eq!(BotSpec::parse("cnn:model=m").unwrap(), BotSpec::Cnn { model: "m".into(), k: Some(20) });
+    for (bad, says) in [("cnn", "needs model="), ("cnn:model=m,k=0", "k must be"), ("cnn:model=m,depth=2", "depth")] {
+        let e = BotSpec::parse(bad).unwrap_err().to_string();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+    // Without a model loader a CNN bot cannot be built, and says why.
+    let e = BotSpec::parse("cnn:model=m").unwrap().build(None, None).err().unwrap().to_string();
+    assert!(e.contains("cannot load value nets"), "{e}");
+}

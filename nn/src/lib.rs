@@ -66,7 +66,8 @@ impl Runtime {
     /// `library`, else `$ORT_DYLIB_PATH`, else the `onnxruntime` package of `python3`. With
     /// `Device::Cuda` the CUDA provider must be usable; `Device::Auto` uses it when it is.
     pub fn get(library: Option<&Path>, device: Device) -> Result<&'static Runtime, NnError> {
-        let rt = RUNTIME.get_or_init(|| Self::load(library, device)).as_ref().map_err(|e| NnError::Runtime(e.clone()))?;
+        let rt =
+            RUNTIME.get_or_init(|| Self::load(library, device)).as_ref().map_err(|e| NnError::Runtime(e.clone()))?;
         if device == Device::Cuda && !rt.cuda {
             return Err(NnError::Runtime("ONNX Runtime is already loaded for the CPU in this process".into()));
         }
@@ -141,7 +142,11 @@ fn find_library() -> Result<PathBuf, String> {
     let out = std::process::Command::new("python3").args(["-c", script]).output();
     let dir = match out {
         Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
-        _ => return Err(format!("no ONNX Runtime found (ORT_DYLIB_PATH is unset, python3 has no onnxruntime); {INSTALL}")),
+        _ => {
+            return Err(format!(
+                "no ONNX Runtime found (ORT_DYLIB_PATH is unset, python3 has no onnxruntime); {INSTALL}"
+            ));
+        }
     };
     let lib = std::fs::read_dir(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
@@ -212,7 +217,7 @@ impl Model {
     pub fn evaluate(&mut self, frames: &[f32]) -> Result<Vec<f32>, NnError> {
         let n = frames.len() / FRAME_LEN;
         let run = |message: String| NnError::Run { batch: n, message };
-        if n == 0 || frames.len() % FRAME_LEN != 0 {
+        if n == 0 || !frames.len().is_multiple_of(FRAME_LEN) {
             return Err(run(format!("{} floats is not a whole number of frames", frames.len())));
         }
         self.planes.clear();
@@ -222,7 +227,8 @@ impl Model {
             self.planes.extend_from_slice(p);
             self.scalars.extend_from_slice(s);
         }
-        let planes = TensorRef::from_array_view(([n, PLANES, 15, 15], &self.planes[..])).map_err(|e| run(e.to_string()))?;
+        let planes =
+            TensorRef::from_array_view(([n, PLANES, 15, 15], &self.planes[..])).map_err(|e| run(e.to_string()))?;
         let scalars = TensorRef::from_array_view(([n, SCALARS], &self.scalars[..])).map_err(|e| run(e.to_string()))?;
         let outputs =
             self.session.run(ort::inputs!["planes" => planes, "scalars" => scalars]).map_err(|e| run(e.to_string()))?;

@@ -16,7 +16,7 @@ fn runtime() -> &'static Runtime {
 
 /// Frame `b` of the fixed batch `lexhive_trainer.fixtures` valued with torch.
 fn frame(b: usize) -> Vec<f32> {
-    (0..FRAME_LEN).map(|i| if (i * 7 + b * 13) % 11 == 0 { 1.0 + (b % 3) as f32 } else { 0.0 }).collect()
+    (0..FRAME_LEN).map(|i| if (i * 7 + b * 13).is_multiple_of(11) { 1.0 + (b % 3) as f32 } else { 0.0 }).collect()
 }
 
 fn expected() -> Vec<f32> {

@@ -399,7 +399,7 @@ impl ExperimentSpec {
             return err("match", "a match experiment needs a [match] section with bot1 and bot2");
         };
         for (field, b) in [("match.bot1", &m.bot1), ("match.bot2", &m.bot2)] {
-            BotSpec::parse(b).map_err(|e| SpecError { field: field.into(), message: e.message })?;
+            volunteer_bot(b).map_err(|message| SpecError { field: field.into(), message })?;
         }
         if let Some(s) = &f.sprt {
             let ok = |p: f64| p > 0.0 && p < 1.0;
@@ -626,7 +626,7 @@ impl MatchSpec {
                         .collect(),
                 };
                 for s in specs {
-                    BotSpec::parse(&s).map_err(|e| SpecError { field: field.clone(), message: e.message })?;
+                    volunteer_bot(&s).map_err(|message| SpecError { field: field.clone(), message })?;
                 }
             }
         }
@@ -701,8 +701,18 @@ fn apply_params(
     } else {
         format!("{name}:{}", kv.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","))
     };
-    BotSpec::parse(&spec).map_err(|e| SpecError { field, message: e.message })?;
+    volunteer_bot(&spec).map_err(|message| SpecError { field, message })?;
     Ok(spec)
+}
+
+/// A bot volunteers can play: any bot but the CNN bot, whose model volunteers cannot fetch yet.
+fn volunteer_bot(spec: &str) -> Result<BotSpec, String> {
+    match BotSpec::parse(spec).map_err(|e| e.message)? {
+        BotSpec::Cnn { .. } => Err(format!(
+            "`{spec}`: CNN bots play locally (`worker autoplay`) for now; volunteers cannot fetch models yet"
+        )),
+        bot => Ok(bot),
+    }
 }
 
 #[cfg(test)]
@@ -753,6 +763,8 @@ bot2 = "static"
         rejects(&GRID.replace("kind = \"match\"", "kind = \"sudoku\""), "kind");
         rejects(&GRID.replace("kind = \"match\"", "kind = \"match\"\ncolour = 1"), "line 4");
         rejects("name = \"x\"\nkind = \"match\"\ngames = 2\n", "match");
+        let e = ExperimentSpec::parse(&GRID.replace("bot2 = \"static\"", "bot2 = \"cnn:model=m.onnx\"")).unwrap_err();
+        assert!(e.field == "match.bot2" && e.message.contains("volunteers cannot fetch models"), "{e}");
         rejects(&format!("{GRID}\n[sprt]\np0 = 0.6\np1 = 0.5\nalpha = 0.05\nbeta = 0.05\n"), "sprt");
         rejects(
             &GRID.replace("name = \"grid\"", &format!("name = \"grid\"\ndescription = \"{}\"", "x".repeat(5000))),

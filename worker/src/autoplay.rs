@@ -48,6 +48,8 @@ pub struct Args {
     /// Play every deal once (alternating who starts) instead of twice.
     #[arg(long)]
     unpaired: bool,
+    #[command(flatten)]
+    net: crate::cnn::NetArgs,
 }
 
 /// A match to play: two bots on shared data.
@@ -62,14 +64,17 @@ pub struct Match<'a> {
     pub first_game: u64,
     pub games: u64,
     pub paired: bool,
+    /// Where CNN bots' nets run.
+    pub net: Option<&'a crate::cnn::NetArgs>,
 }
 
 impl Match<'_> {
     fn bots(&self) -> Result<[Box<dyn Player>; 2]> {
-        Ok([
-            self.specs[0].build(self.leaves.clone(), self.table.clone())?,
-            self.specs[1].build(self.leaves.clone(), self.table.clone())?,
-        ])
+        let build = |spec: &BotSpec| match self.net {
+            Some(net) => spec.build_with(self.leaves.clone(), self.table.clone(), &net.loader(&self.data.dist)),
+            None => spec.build(self.leaves.clone(), self.table.clone()),
+        };
+        Ok([build(&self.specs[0])?, build(&self.specs[1])?])
     }
 
     /// Play all games on the current rayon pool; `each` sees every finished game, in no
@@ -110,8 +115,17 @@ pub fn run(a: Args) -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
     // Bots are named as given on the command line (the summary's lines come in bot order).
     let names = [a.bot1.clone(), a.bot2.clone()];
-    let m =
-        Match { data: &data, specs, leaves, table, seed: a.seed, first_game: 0, games: a.games, paired: !a.unpaired };
+    let m = Match {
+        data: &data,
+        specs,
+        leaves,
+        table,
+        seed: a.seed,
+        first_game: 0,
+        games: a.games,
+        paired: !a.unpaired,
+        net: Some(&a.net),
+    };
 
     let csv = match &a.log_dir {
         Some(dir) => {

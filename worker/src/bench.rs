@@ -219,6 +219,7 @@ pub fn run(a: Args) -> Result<()> {
     for t in [1, threads] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
         let m = Match {
+            net: None,
             data: &data,
             specs: [BotSpec::Static, BotSpec::Static],
             leaves: Some(klv.clone()),

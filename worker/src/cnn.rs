@@ -22,6 +22,62 @@ pub enum Cmd {
     Features(FeaturesArgs),
     /// Turn GCG logs into a record stream for the trainer (frame + target per turn).
     Assemble(AssembleArgs),
+    /// Measure a model's evaluations per second by batch size.
+    Bench(BenchArgs),
+}
+
+/// Where the value nets run; shared by every command that loads one.
+#[derive(clap::Args, Clone, Debug)]
+pub struct NetArgs {
+    /// Where CNN inference runs: `cuda` needs onnxruntime-gpu and a GPU; `auto` uses them when
+    /// present.
+    #[arg(long, default_value = "auto", value_parser = ["cpu", "cuda", "auto"])]
+    pub device: String,
+    /// The ONNX Runtime library (`libonnxruntime.so`); default: `$ORT_DYLIB_PATH`, else the
+    /// one in python3's `onnxruntime` package.
+    #[arg(long, env = "ORT_DYLIB_PATH")]
+    pub onnxruntime: Option<PathBuf>,
+}
+
+impl NetArgs {
+    /// ONNX Runtime, loaded once; says where it runs the first time.
+    pub fn runtime(&self) -> Result<&'static nn::Runtime> {
+        let device: nn::Device = self.device.parse().map_err(anyhow::Error::msg)?;
+        static SAID: std::sync::Once = std::sync::Once::new();
+        let rt = nn::Runtime::get(self.onnxruntime.as_deref(), device)?;
+        SAID.call_once(|| eprintln!("{}", rt.describe()));
+        Ok(rt)
+    }
+
+    /// The model loader CNN bots are built with: a model file, checked against `dist`.
+    pub fn loader<'a>(
+        &'a self,
+        dist: &'a engine::tiles::Distribution,
+    ) -> impl Fn(&str) -> Result<Box<dyn engine::bots::Valuer>, String> + 'a {
+        move |model: &str| {
+            Encoder::new(dist).map_err(|e| e.to_string())?;
+            let rt = self.runtime().map_err(|e| format!("{e:#}"))?;
+            Ok(Box::new(rt.model(Path::new(model), 1).map_err(|e| e.to_string())?) as Box<dyn engine::bots::Valuer>)
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    net: NetArgs,
+    /// The model (`.onnx`).
+    #[arg(long)]
+    model: PathBuf,
+    /// Batch sizes to time, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32,128,512,1024")]
+    batch: Vec<usize>,
+    /// ONNX Runtime intra-op threads for the model (1 is best when every core runs its own).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Seconds to time each batch size.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
 }
 
 #[derive(clap::Args)]
@@ -74,7 +130,64 @@ pub fn run(cmd: Cmd) -> Result<()> {
     match cmd {
         Cmd::Features(a) => features(a),
         Cmd::Assemble(a) => assemble(a),
+        Cmd::Bench(a) => bench(a),
     }
+}
+
+/// Frames of real positions to time the net on: every move of a few self-play turns.
+fn bench_frames(count: usize) -> Result<Vec<f32>> {
+    let data = DataArgs { lexicon: None, dist: None, layout: None }.load()?;
+    let ctx = data.ctx();
+    let encoder = Encoder::new(&data.dist)?;
+    let mut game = engine::game::Game::new(&data.dist, 7);
+    let mut mg = Generator::new();
+    let mut frames = Vec::with_capacity(count * FRAME_LEN);
+    let eval = engine::eval::StaticEval::new(None);
+    while frames.len() < count * FRAME_LEN && !game.is_over() {
+        let moves = eval.best(ctx, &game, &mut mg, 64).to_vec();
+        let mut unseen = Vec::new();
+        let before = Before::of_game(&game, &mut unseen, None);
+        for m in moves.iter().take(count - frames.len() / FRAME_LEN) {
+            let start = frames.len();
+            frames.resize(start + FRAME_LEN, 0.0);
+            encoder.encode(ctx, &before, m, 0.0, &mut frames[start..]);
+        }
+        game.play(ctx, &moves[0]);
+    }
+    // Repeat what the game gave until there are enough.
+    let have = frames.len();
+    while frames.len() < count * FRAME_LEN {
+        let take = (count * FRAME_LEN - frames.len()).min(have);
+        frames.extend_from_within(..take);
+    }
+    Ok(frames)
+}
+
+fn bench(a: BenchArgs) -> Result<()> {
+    if a.batch.is_empty() || a.batch.iter().any(|&b| !(1..=65_536).contains(&b)) {
+        bail!("--batch: sizes must be 1 to 65536");
+    }
+    let rt = a.net.runtime()?;
+    let mut model = rt.model(&a.model, a.threads)?;
+    let largest = *a.batch.iter().max().expect("not empty");
+    let frames = bench_frames(largest)?;
+    let mut last = 0.0;
+    for &batch in &a.batch {
+        let input = &frames[..batch * FRAME_LEN];
+        model.evaluate(input)?; // warm-up: the first run plans the graph
+        let (start, mut evals) = (Instant::now(), 0usize);
+        while start.elapsed().as_secs_f64() < a.seconds {
+            model.evaluate(input)?;
+            evals += batch;
+        }
+        let secs = start.elapsed().as_secs_f64();
+        last = evals as f64 / secs;
+        crate::emit(&format!(
+            "batch {batch:>5}: {last:>10.0} evals/s  {:>8.3} ms/batch\n",
+            1e3 * secs * batch as f64 / evals as f64
+        ))?;
+    }
+    crate::emit(&format!("evals/s: {last:.0}\n"))
 }
 
 fn features(a: FeaturesArgs) -> Result<()> {
@@ -141,9 +254,8 @@ fn assemble(a: AssembleArgs) -> Result<()> {
 
     let mut train = Output::create(&a.out)?;
     let mut val = a.val.as_deref().map(Output::create).transpose()?;
-    let bar = ProgressBar::new_spinner().with_style(
-        ProgressStyle::with_template("{spinner} {pos} games  {msg}  {per_sec}").expect("valid template"),
-    );
+    let bar = ProgressBar::new_spinner()
+        .with_style(ProgressStyle::with_template("{spinner} {pos} games  {msg}  {per_sec}").expect("valid template"));
     let start = Instant::now();
     let mut index = 0u64;
     let mut chunk = Vec::with_capacity(CHUNK);
@@ -206,7 +318,7 @@ fn assemble(a: AssembleArgs) -> Result<()> {
 }
 
 /// Stream of the held-out draw, apart from the transposition's.
-const HOLDOUT: u64 = 0x5eed_0f_ba1;
+const HOLDOUT: u64 = 0x5eed_0fba;
 
 /// A record stream being written: to a temporary file renamed into place by `finish`, so an
 /// error leaves nothing half-written.

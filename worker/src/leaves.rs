@@ -53,6 +53,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
             let mut table: Option<Arc<Klv>> = None;
             for it in 0..iterations {
                 let m = Match {
+                    net: None,
                     data: &data,
                     specs: [BotSpec::Static, BotSpec::Static],
                     leaves: table.clone(),

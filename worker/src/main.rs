@@ -4,8 +4,8 @@
 
 mod autoplay;
 mod bench;
-mod cnn;
 mod client;
+mod cnn;
 mod data;
 mod endgame;
 mod experiments;

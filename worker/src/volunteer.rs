@@ -650,6 +650,7 @@ struct Cancelled;
 fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> {
     let specs = [BotSpec::parse(&job.bot1)?, BotSpec::parse(&job.bot2)?];
     let m = Match {
+        net: None,
         data: &loaded.data,
         specs,
         leaves: loaded.leaves.clone(),
@@ -710,6 +711,7 @@ fn bundle(mut games: Vec<(u64, String, String)>) -> Result<Logs> {
 /// to re-play and count again.
 fn count_positions(loaded: &Loaded, job: &WintableJob, cancel: &AtomicBool) -> Result<Played> {
     let m = Match {
+        net: None,
         data: &loaded.data,
         specs: [BotSpec::Static, BotSpec::Static],
         leaves: loaded.leaves.clone(),

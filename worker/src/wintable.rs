@@ -54,6 +54,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
             let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
             let m = Match {
+                net: None,
                 data: &data,
                 specs: [BotSpec::Static, BotSpec::Static],
                 leaves,
