@@ -15,6 +15,7 @@ use crate::leaves::Klv;
 use crate::movegen::Ctx;
 use crate::moves::{Kind, Move};
 use crate::tiles::{BLANK, BLANK_BIT, Distribution, RACK_SIZE, letter_of};
+use crate::winpct::WinTable;
 
 /// Letters the encoding has a plane for: the encoding is for 26-letter alphabets.
 pub const LETTERS: usize = 26;
@@ -58,6 +59,17 @@ pub mod scalar {
 pub const SCORE_SCALE: f32 = 50.0;
 pub const LEAVE_SCALE: f32 = 25.0;
 pub const SPREAD_SCALE: f32 = 100.0;
+
+/// What a record's target says of the mover.
+#[derive(Clone, Copy, Debug)]
+pub enum Target<'a> {
+    /// The game's outcome: +1 win, 0 draw, -1 loss.
+    Outcome,
+    /// The mover's expected outcome `plies` turns later (the play itself is the first),
+    /// `2 P(win) - 1` from the win-probability table at that position; the outcome when the
+    /// game ends sooner.
+    Horizon { plies: usize, table: &'a WinTable },
+}
 
 /// The position before the evaluated play, as the mover sees it.
 #[derive(Clone, Copy, Debug)]
@@ -180,21 +192,45 @@ impl Encoder {
     }
 
     /// Appends one record per turn of a finished game read from its log: the frame of the
-    /// move from the mover's view, transposed if asked, then the target (+1, 0 or -1 as the
-    /// mover won, drew or lost the game). `leaves` values each move's leave. Returns the
-    /// number of records, or why the log cannot give any.
+    /// move from the mover's view, transposed if asked, then the target (see [`Target`]).
+    /// `leaves` values each move's leave. Returns the number of records, or why the log cannot
+    /// give any.
     pub fn game_records(
         &self,
         ctx: Ctx,
         log: &Replay,
         leaves: Option<&Klv>,
         transposed: bool,
+        target: Target,
         out: &mut Vec<f32>,
     ) -> Result<usize, String> {
         if !log.ended {
             return Err("the game is not finished (no end-of-game line), so it has no outcome".into());
         }
         let dist = ctx.dist;
+        let total_tiles: usize = (0..dist.size() as u8).map(|t| dist.count(t) as usize).sum();
+        // Before each turn: both scores and the tiles on the board, for horizon targets.
+        let mut running = Vec::with_capacity(log.turns.len());
+        let (mut sc, mut tiles) = ([0i32; 2], 0usize);
+        for turn in &log.turns {
+            running.push((sc, tiles));
+            sc[turn.player] += turn.mv.score;
+            tiles += turn.mv.tiles_used();
+        }
+        let outcome = |p: usize| (log.scores[p] - log.scores[1 - p]).signum() as f32;
+        let target_of = |i: usize, p: usize| match target {
+            Target::Outcome => outcome(p),
+            Target::Horizon { plies, table } => match log.turns.get(i + plies.max(1)) {
+                None => outcome(p),
+                Some(later) => {
+                    let q = later.player;
+                    let (sc, tiles) = running[i + plies.max(1)];
+                    let unseen = total_tiles.saturating_sub(tiles + later.rack.len());
+                    let win = 2.0 * table.win_prob(sc[q] - sc[1 - q], unseen) as f32 - 1.0;
+                    if q == p { win } else { -win }
+                }
+            },
+        };
         let mut board = Board::new();
         let mut scores = [0i32; 2];
         let mut unseen = Vec::with_capacity(100);
@@ -229,7 +265,7 @@ impl Encoder {
             if transposed {
                 transpose(&mut record[..FRAME_LEN]);
             }
-            record[FRAME_LEN] = (log.scores[me] - log.scores[1 - me]).signum() as f32;
+            record[FRAME_LEN] = target_of(i, me);
             if turn.mv.kind == Kind::Place {
                 let mv = &turn.mv;
                 board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), ctx.kwg, dist);

@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use engine::board::{ACROSS, Board, DIM, DOWN, SQUARES};
 use engine::cgp::Position;
-use engine::features::{Before, Encoder, FRAME_LEN, LETTERS, PLANES, plane, scalar, transpose};
+use engine::features::{Before, Encoder, FRAME_LEN, LETTERS, PLANES, Target, plane, scalar, transpose};
 use engine::game::Game;
 use engine::gcg::resolve;
 use engine::leaves::RackLeaves;
@@ -314,7 +314,11 @@ fn records_from_a_log_are_the_frames_the_players_saw() {
         ];
         let mut rng = Rng::new(seed);
         let mut live = Vec::new();
+        // Before each turn: who moves, their spread, the tiles they have not seen.
+        let mut horizon = Vec::new();
         while !game.is_over() {
+            let me = game.on_turn;
+            horizon.push((me, game.scores[me] - game.scores[1 - me], game.bag.len() + game.racks[1 - me].len()));
             let mv = bots[game.on_turn].decide(c, &game, &mut mg, &mut rng);
             let last = game.history.last().map(|t| t.mv);
             let mut unseen = Vec::new();
@@ -328,7 +332,7 @@ fn records_from_a_log_are_the_frames_the_players_saw() {
         let log = replay(&text, c, "game.gcg").unwrap();
         for transposed in [false, true] {
             let mut out = Vec::new();
-            assert_eq!(enc.game_records(c, &log, Some(&klv), transposed, &mut out), Ok(live.len()));
+            assert_eq!(enc.game_records(c, &log, Some(&klv), transposed, Target::Outcome, &mut out), Ok(live.len()));
             assert_eq!(out.len(), live.len() * RECORD_LEN);
             for (k, (player, frame)) in live.iter().enumerate() {
                 let record = &out[k * RECORD_LEN..][..RECORD_LEN];
@@ -341,9 +345,31 @@ fn records_from_a_log_are_the_frames_the_players_saw() {
                 assert_eq!(record[FRAME_LEN], target);
             }
         }
+        // Horizon targets: the win table's view of the mover H plies on, from the live game.
+        let table = engine::winpct::WinTable::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../lexica/enable.wpt"
+        )))
+        .unwrap();
+        for plies in [1usize, 4] {
+            let mut out = Vec::new();
+            enc.game_records(c, &log, None, false, Target::Horizon { plies, table: &table }, &mut out).unwrap();
+            for (k, (player, _)) in live.iter().enumerate() {
+                let got = out[k * RECORD_LEN + FRAME_LEN];
+                let want = match horizon.get(k + plies) {
+                    None => (game.scores[*player] - game.scores[1 - player]).signum() as f32,
+                    Some(&(q, spread, unseen)) => {
+                        let w = 2.0 * table.win_prob(spread, unseen) as f32 - 1.0;
+                        if q == *player { w } else { -w }
+                    }
+                };
+                assert_eq!(got, want, "seed {seed} turn {k} horizon {plies}");
+            }
+        }
         // A log cut before its end has no outcome to learn from.
         let cut: String = text.lines().filter(|l| !l.contains('(')).map(|l| format!("{l}\n")).collect();
-        let err = enc.game_records(c, &replay(&cut, c, "cut.gcg").unwrap(), None, false, &mut Vec::new());
+        let err =
+            enc.game_records(c, &replay(&cut, c, "cut.gcg").unwrap(), None, false, Target::Outcome, &mut Vec::new());
         assert!(err.unwrap_err().contains("not finished"));
     }
 }

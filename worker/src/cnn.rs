@@ -5,7 +5,7 @@ use crate::data::{DataArgs, load_leaves};
 use anyhow::{Context, Result, bail};
 use engine::board::{DIM, SQUARES};
 use engine::cgp::Position;
-use engine::features::{Before, Encoder, FRAME_LEN, PLANES, RECORD_LEN, SCALARS};
+use engine::features::{Before, Encoder, FRAME_LEN, PLANES, RECORD_LEN, SCALARS, Target};
 use engine::gcg::{replay_at, resolve};
 use engine::leaves::Klv;
 use engine::movegen::Generator;
@@ -121,6 +121,13 @@ pub struct AssembleArgs {
     /// Leave table valuing each move's leave (default: the shipped table).
     #[arg(long)]
     leaves: Option<PathBuf>,
+    /// Target the mover's expected outcome H plies on (2 P(win) - 1 from the win table)
+    /// instead of the game's outcome.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=100))]
+    horizon: Option<u16>,
+    /// Win-probability table for `--horizon` (`.wpt`; default: lexica/enable.wpt).
+    #[arg(long, requires = "horizon")]
+    wintable: Option<PathBuf>,
     /// Threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -248,6 +255,11 @@ fn assemble(a: AssembleArgs) -> Result<()> {
     let ctx = data.ctx();
     let klv: Option<Klv> = load_leaves(a.leaves.as_deref())?;
     let encoder = Encoder::new(&data.dist)?;
+    let table = a.horizon.map(|_| crate::data::load_wintable(a.wintable.as_deref())).transpose()?;
+    let target = match (a.horizon, &table) {
+        (Some(plies), Some(table)) => Target::Horizon { plies: plies as usize, table },
+        _ => Target::Outcome,
+    };
     let files = gcg_files(&a.inputs)?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
@@ -269,7 +281,7 @@ fn assemble(a: AssembleArgs) -> Result<()> {
                     let log = replay_at(&g.text, ctx, &g.source, g.first_line)?;
                     let mut records = Vec::with_capacity(log.turns.len() * RECORD_LEN);
                     encoder
-                        .game_records(ctx, &log, klv.as_ref(), derive(a.seed, i) & 1 == 1, &mut records)
+                        .game_records(ctx, &log, klv.as_ref(), derive(a.seed, i) & 1 == 1, target, &mut records)
                         .map_err(|e| anyhow::anyhow!("{}:{}: {e}", g.source, g.first_line))?;
                     Ok(records)
                 })

@@ -103,7 +103,7 @@ fn assemble_writes_one_record_per_turn_reproducibly() {
     std::fs::write(&many, &all).unwrap();
     let (train, val) = (d.join("t.frames"), d.join("v.frames"));
     let args =
-        ["cnn", "assemble", s(&many), "--out", s(&train), "--val", s(&val), "--val-percent", "50", "--seed", "3"];
+        ["cnn", "assemble", s(&many), "--out", s(&train), "--val", s(&val), "--val-percent", "50", "--seed", "5"];
     assert!(ok(worker(&args)).starts_with("6 games from 1 files\n"));
     let (t, v) = (std::fs::metadata(&train).unwrap().len(), std::fs::metadata(&val).unwrap().len());
     assert_eq!(t + v, turns * RECORD_BYTES);
@@ -112,6 +112,25 @@ fn assemble_writes_one_record_per_turn_reproducibly() {
     let again = d.join("again.frames");
     ok(worker(&["cnn", "assemble", s(&many), "--out", s(&again), "--seed", "3"]));
     assert!(std::fs::read(&again).unwrap() == std::fs::read(&out).unwrap());
+
+    // Horizon targets: the same frames, targets from the win table (strictly inside -1..1
+    // except for the last turns, whose horizon is the game's end).
+    let near = d.join("near.frames");
+    ok(worker(&["cnn", "assemble", s(&many), "--out", s(&near), "--seed", "3", "--horizon", "2"]));
+    let (a, b) = (std::fs::read(&out).unwrap(), std::fs::read(&near).unwrap());
+    assert_eq!(a.len(), b.len());
+    let target = |bytes: &[u8], k: usize| {
+        let at = (k + 1) * RECORD_BYTES as usize - 4;
+        f32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
+    };
+    let records = a.len() / RECORD_BYTES as usize;
+    let inside = (0..records).filter(|&k| target(&b, k).abs() < 1.0).count();
+    assert!(inside > records / 2, "{inside} of {records}");
+    assert!((0..records).all(|k| [-1.0, 0.0, 1.0].contains(&target(&a, k))));
+    for k in 0..records {
+        let r = k * RECORD_BYTES as usize..(k + 1) * RECORD_BYTES as usize - 4;
+        assert!(a[r.clone()] == b[r], "record {k}: the frames are the same");
+    }
 }
 
 #[test]
