@@ -327,7 +327,7 @@ impl BotSpec {
         Ok(match *self {
             BotSpec::Cnn { ref model, k } => {
                 let net = models(model).map_err(|e| crate::DataError::new("bot", format!("`{self}`: {e}")))?;
-                Box::new(CnnBot { eval: StaticEval::new(leaves), net, k, frames: Vec::new() })
+                Box::new(CnnBot { eval: StaticEval::new(leaves), net, k, encoder: None, frames: Vec::new() })
             }
             BotSpec::Greedy => Box::new(Greedy),
             BotSpec::Static => Box::new(StaticEval::new(leaves)),
@@ -588,6 +588,8 @@ pub struct CnnBot {
     eval: StaticEval,
     net: Box<dyn Valuer>,
     k: Option<usize>,
+    /// Made on the first move, from the game's distribution.
+    encoder: Option<Encoder>,
     frames: Vec<f32>,
 }
 
@@ -617,7 +619,9 @@ impl Player for CnnBot {
             spread: game.scores[game.on_turn] - game.scores[1 - game.on_turn],
             opponent_last: last.as_ref().map(|t| &t.mv),
         };
-        let encoder = Encoder::new(ctx.dist).expect("the CNN bot plays 26-letter games (checked when built)");
+        let encoder = self.encoder.get_or_insert_with(|| {
+            Encoder::new(ctx.dist).expect("the CNN bot plays 26-letter games (the model loader checks)")
+        });
         self.frames.clear();
         self.frames.resize(moves.len() * FRAME_LEN, 0.0);
         for (m, frame) in moves.iter().zip(self.frames.chunks_exact_mut(FRAME_LEN)) {

@@ -5,11 +5,12 @@ mod common;
 use common::*;
 use engine::board::{ACROSS, Board, DIM, DOWN, SQUARES};
 use engine::cgp::Position;
+use engine::eval::request;
 use engine::features::{Before, Encoder, FRAME_LEN, LETTERS, PLANES, Target, plane, scalar, transpose};
 use engine::game::Game;
 use engine::gcg::resolve;
 use engine::leaves::RackLeaves;
-use engine::movegen::{Generator, Mode, Request};
+use engine::movegen::{Generator, Mode};
 use engine::moves::{Kind, Move};
 use engine::rng::Rng;
 use engine::tiles::BLANK_BIT;
@@ -212,13 +213,7 @@ fn cross_set_planes_agree_with_the_words_formed_on_self_play_positions() {
         g.board = board;
         g.racks[0] = rack;
         let leaves = RackLeaves::new(&g.racks[0], |_| 0);
-        let req = Request {
-            board: &g.board,
-            rack: &g.racks[0],
-            leaves: &leaves,
-            can_exchange: false,
-            opening_vowel_penalty: 0,
-        };
+        let req = request(&g, &leaves, 0);
         let moves: Vec<Move> =
             mg.generate(c, &req, Mode::All).iter().filter(|m| m.kind == Kind::Place).copied().collect();
         if moves.is_empty() {
@@ -262,13 +257,7 @@ fn transposing_the_frame_is_encoding_the_transposed_position() {
         g.racks[0] = rack;
         g.scores = [rng.below(300) as i32, rng.below(300) as i32];
         let leaves = RackLeaves::new(&g.racks[0], |_| 0);
-        let req = Request {
-            board: &g.board,
-            rack: &g.racks[0],
-            leaves: &leaves,
-            can_exchange: true,
-            opening_vowel_penalty: 0,
-        };
+        let req = request(&g, &leaves, 0);
         let moves: Vec<Move> = mg.generate(c, &req, Mode::All).to_vec();
         let mv = moves[rng.below(moves.len() as u64) as usize];
 

@@ -56,7 +56,7 @@ pub const INSTALL: &str = "install it with `python3 -m pip install onnxruntime==
 pub struct Runtime {
     library: PathBuf,
     cuda: bool,
-    _env: ort::environment::Environment,
+    env: ort::environment::Environment,
 }
 
 static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
@@ -99,7 +99,7 @@ impl Runtime {
                 ));
             }
         };
-        Ok(Runtime { library, cuda, _env: env })
+        Ok(Runtime { library, cuda, env })
     }
 
     /// One line for start-up logs: which library and which provider.
@@ -118,7 +118,7 @@ impl Runtime {
         if !path.is_file() {
             return Err(err("no such file".into()));
         }
-        let mut builder = Session::builder(&self._env)
+        let mut builder = Session::builder(&self.env)
             .and_then(|b| Ok(b.with_optimization_level(GraphOptimizationLevel::Level3)?))
             .and_then(|b| Ok(b.with_intra_threads(threads.max(1))?))
             .map_err(|e| err(e.to_string()))?;

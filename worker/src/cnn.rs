@@ -5,7 +5,7 @@ use crate::data::{DataArgs, load_leaves};
 use anyhow::{Context, Result, bail};
 use engine::board::{DIM, SQUARES};
 use engine::cgp::Position;
-use engine::features::{Before, Encoder, FRAME_LEN, PLANES, RECORD_LEN, SCALARS, Target};
+use engine::features::{Before, Encoder, FRAME_LEN, LETTERS, PLANES, RECORD_LEN, SCALARS, Target, plane};
 use engine::gcg::{replay_at, resolve};
 use engine::leaves::Klv;
 use engine::movegen::Generator;
@@ -231,13 +231,13 @@ fn features(a: FeaturesArgs) -> Result<()> {
 }
 
 const PLANE_GROUPS: [(&str, usize, usize); 7] = [
-    ("letters", 0, 26),
-    ("blanks", 26, 1),
-    ("across cross-sets", 27, 26),
-    ("down cross-sets", 53, 26),
-    ("uncovered premiums", 79, 4),
-    ("opponent's last play", 83, 1),
-    ("this play", 84, 1),
+    ("letters", plane::LETTER, LETTERS),
+    ("blanks", plane::BLANK, 1),
+    ("across cross-sets", plane::CROSS_ACROSS, LETTERS),
+    ("down cross-sets", plane::CROSS_DOWN, LETTERS),
+    ("uncovered premiums", plane::PREMIUM, 4),
+    ("opponent's last play", plane::OPPONENT_LAST, 1),
+    ("this play", plane::PLAY, 1),
 ];
 
 /// One game's text and where it starts.
