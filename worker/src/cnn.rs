@@ -217,10 +217,10 @@ fn features(a: FeaturesArgs) -> Result<()> {
         crate::emit(&format!("{}\n", serde_json::json!({ "planes": planes, "scalars": scalars })))?;
         return Ok(());
     }
-    let mut out = format!("{} scores {}; planes set (of {PLANES}):\n", a.mv, mv.score);
+    let mut out = format!("{} scores {}; planes (of {PLANES}), values set to 1:\n", a.mv, mv.score);
     for (name, first, n) in PLANE_GROUPS {
         let ones: usize = planes[first * SQUARES..(first + n) * SQUARES].iter().filter(|&&x| x != 0.0).count();
-        out += &format!("  {name:<22} {ones} squares\n");
+        out += &format!("  {name:<22} {ones} values set\n");
     }
     out += &format!("scalars ({SCALARS}):\n");
     for (k, chunk) in scalars.chunks(8).enumerate() {
