@@ -36,6 +36,8 @@ pub struct Kwg {
     letters: Vec<u64>,
     /// The DAWG's long words by alphagram, built on first use (leave graphs never need it).
     anagrams: OnceLock<Anagrams>,
+    /// Every word by alphagram, built on first use by best-move search.
+    word_map: OnceLock<Anagrams>,
 }
 
 /// Graphs are equal when their nodes are: the rest is derived.
@@ -104,9 +106,19 @@ impl Kwg {
         Siblings { kwg: self, next: list }
     }
 
-    /// The DAWG's words of a rack's length or more, by alphagram.
+    /// The DAWG's words of a rack's length or more, by alphagram (the word map when it is
+    /// built: it holds them too).
     pub fn anagrams(&self) -> &Anagrams {
-        self.anagrams.get_or_init(|| Anagrams::new(self.words()))
+        match self.word_map.get() {
+            Some(map) => map,
+            None => self.anagrams.get_or_init(|| Anagrams::bingos(self.words())),
+        }
+    }
+
+    /// The word map: every word by alphagram, also less one letter (tens of MB for a large
+    /// lexicon; see `movegen::Generator::use_word_map`).
+    pub fn word_map(&self) -> &Anagrams {
+        self.word_map.get_or_init(|| Anagrams::word_map(self.words()))
     }
 
     /// Whether `word` (letters, no blank bits) is in the DAWG.
@@ -191,7 +203,7 @@ impl Kwg {
             let later = if nodes[i] & IS_END == 0 && i + 1 < nodes.len() { letters[i + 1] } else { 0 };
             letters[i] = own | later;
         }
-        Ok(Self { nodes, letters, anagrams: OnceLock::new() })
+        Ok(Self { nodes, letters, anagrams: OnceLock::new(), word_map: OnceLock::new() })
     }
 
     pub fn load(path: &Path) -> Result<Self, DataError> {

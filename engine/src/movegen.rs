@@ -6,6 +6,11 @@
 //! than searched for, and the graph search stops at six tiles: a blank on the rack makes the
 //! seven-tile search the most expensive part of the whole generation.
 //!
+//! In best-move mode a rack holding a blank is searched without the graph: each window of
+//! empty squares is filled by looking up the rack's subsets, with the letters played through,
+//! in the lexicon's word map (`word_map_anchor`), where a blank costs one probe rather than a
+//! search per letter.
+//!
 //! A placement is generated from the leftmost anchor among the squares it covers (going left
 //! from an anchor never places a tile on another anchor), so each is produced once per
 //! direction. A one-tile play is listed once: across if it forms an across word of two or more
@@ -13,14 +18,27 @@
 
 use crate::board::{ACROSS, Board, DIM, DOWN, Layout, SQUARES, idx};
 use crate::leaves::RackLeaves;
-use crate::lexicon::anagrams::Word;
+use crate::lexicon::anagrams::{Anagrams, Word};
 use crate::lexicon::{Kwg, SEPARATOR};
 use crate::moves::{Kind, Move, rank};
 use crate::tiles::{BLANK_BIT, Distribution, RACK_SIZE, letter_of};
+use rustc_hash::FxHashMap;
+use std::sync::atomic::AtomicBool;
 
 pub const BINGO_BONUS: i32 = 50;
 /// Every lane, as a `generate_lanes` mask.
 pub const ALL_LANES: u32 = (1 << (2 * DIM)) - 1;
+
+/// Whether new generators search for the best moves with the word map (the default) or the
+/// word graph alone; see `set_word_map`.
+static WORD_MAP: AtomicBool = AtomicBool::new(true);
+
+/// Choose, for the generators made from now on in this process, between best-move search with
+/// the word map (faster; tens of MB per lexicon, built on first use) and the word graph alone
+/// (for machines short of memory). Results are the same either way.
+pub fn set_word_map(on: bool) {
+    WORD_MAP.store(on, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// What the generator needs that does not change during a game.
 #[derive(Clone, Copy)]
@@ -61,6 +79,8 @@ struct Lane {
     lm: [u8; DIM],
     wm: [u8; DIM],
     anchor: [bool; DIM],
+    /// Best-move mode: the best tile score each square admits from the rack (see `caps`).
+    caps: [i32; DIM],
 }
 
 /// Score accumulated along the current partial word (32-bit fields: copied between recursion
@@ -95,8 +115,7 @@ pub struct Generator {
     word: [u8; DIM],
     best_n: Option<usize>,
     opening: bool,
-    /// (bound, bound for plays using a blank, direction, lane, anchor, left limit).
-    anchors: Vec<(i32, i32, u8, u8, u8, u8)>,
+    anchors: Vec<Anchor>,
     /// All 30 lanes as loaded for this call (across lanes, then down).
     lanes: Vec<Lane>,
     /// The rack's tile scores, highest first (best-move mode).
@@ -124,6 +143,45 @@ pub struct Generator {
     /// as (key of the sorted through letters, range of `found`).
     through_words: Vec<(u128, u32, u32)>,
     found: Vec<u32>,
+    /// Best-move search looks words up in the word map (see `word_map_anchor`).
+    word_map: bool,
+    /// Word-map search: the rack's distinct subsets by size, best leave first; `by_size[k]`
+    /// is where size `k` starts.
+    subsets: Vec<Subset>,
+    by_size: [usize; RACK_SIZE + 2],
+    /// Word-map lookups of this call: (letters key, blanks) -> range of `found`.
+    looked: FxHashMap<(u128, u8), (u32, u32)>,
+    /// The distribution's letters (what a blank may stand for).
+    letter_mask: u64,
+}
+
+/// An anchor square and what a play from it can be worth.
+#[derive(Clone, Copy)]
+struct Anchor {
+    /// Bounds (millipoints) on the equity of its plays that keep every blank, and that spend
+    /// one (best-move mode; `i32::MIN` when there are none).
+    keep: i32,
+    spend: i32,
+    dir: u8,
+    lane: u8,
+    at: u8,
+    /// Leftmost square its plays may start on (the square after the previous anchor).
+    left_limit: u8,
+}
+
+/// Tiles a play may take from the rack, as the word-map search tries them.
+#[derive(Clone, Copy)]
+struct Subset {
+    /// Its canonical rack slots (see `RackLeaves`).
+    used: u32,
+    leave: i32,
+    size: u8,
+    blanks: u8,
+    /// Tiles other than blanks, sorted, and as a letter mask.
+    real: [u8; RACK_SIZE],
+    letters: u64,
+    /// Tile scores, highest first (blanks 0).
+    scores: [i32; RACK_SIZE],
 }
 
 impl Default for Generator {
@@ -163,6 +221,11 @@ impl Generator {
             beside_premium: [false; SQUARES],
             through_words: Vec::new(),
             found: Vec::new(),
+            word_map: WORD_MAP.load(std::sync::atomic::Ordering::Relaxed),
+            subsets: Vec::with_capacity(128),
+            by_size: [0; RACK_SIZE + 2],
+            looked: FxHashMap::default(),
+            letter_mask: 0,
         }
     }
 
@@ -187,6 +250,11 @@ impl Generator {
         }
         self.full_rack = self.rack;
         self.rack_len = req.rack.len();
+        // The word map pays where the graph search is slow, on racks holding a blank; without
+        // one, the graph finds an anchor's plays in fewer steps than its windows take lookups
+        // (measured: docs/BENCHMARKS.md).
+        let word_map = self.word_map && self.best_n.is_some() && self.rack[0] > 0;
+        self.letter_mask = ctx.dist.all_letters_mask();
         // More than two blanks would mean too many designations to look up: search instead.
         let lookup_bingos = self.rack_len == RACK_SIZE && self.rack[0] <= 2;
         self.max_place = if lookup_bingos { RACK_SIZE - 1 } else { self.rack_len };
@@ -253,19 +321,21 @@ impl Generator {
                     continue;
                 }
                 let caps = if self.best_n.is_some() { self.caps(ctx) } else { [0; DIM] };
+                self.lane.caps = caps;
+                self.lanes[dir * DIM + lane_no].caps = caps;
                 let mut left_limit = 0;
                 for a in 0..DIM {
                     if self.lane.anchor[a] {
                         let (keep, spend) =
                             if self.best_n.is_some() { self.bound(&caps, a, left_limit) } else { (0, 0) };
-                        self.anchors.push((
-                            keep.max(spend),
+                        self.anchors.push(Anchor {
+                            keep,
                             spend,
-                            dir as u8,
-                            lane_no as u8,
-                            a as u8,
-                            left_limit as u8,
-                        ));
+                            dir: dir as u8,
+                            lane: lane_no as u8,
+                            at: a as u8,
+                            left_limit: left_limit as u8,
+                        });
                         left_limit = a + 1;
                     }
                 }
@@ -275,34 +345,61 @@ impl Generator {
             // First: in best mode a bingo found now sets a high threshold for the anchors.
             self.bingos(ctx, lanes);
         }
-        if self.best_n.is_some() {
-            // Ties in any order: results never depend on the search order (see `push`).
-            self.anchors.sort_unstable_by_key(|a| std::cmp::Reverse(a.0));
-        }
-        let anchors = std::mem::take(&mut self.anchors);
-        let mut loaded = None;
-        for &(bound, spend, dir, lane_no, a, left_limit) in &anchors {
-            let cut = self.cut();
-            if bound < cut {
-                break;
+        let mut anchors = std::mem::take(&mut self.anchors);
+        // Best-move mode searches anchors best bound first, and stops at the first that cannot
+        // reach the threshold. Ties in any order: results never depend on the search order
+        // (see `push`).
+        if word_map {
+            // One pass per number of blanks spent, none first: a blank kept is worth so much
+            // that the cheap pass sets a threshold few plays spending one reach.
+            let map = ctx.kwg.word_map();
+            self.subsets(req);
+            self.looked.clear();
+            self.found.clear();
+            for spent in 0..=self.rack[0] {
+                let bound = |a: &Anchor| if spent == 0 { a.keep } else { a.spend };
+                anchors.sort_unstable_by_key(|a| std::cmp::Reverse(bound(a)));
+                for a in &anchors {
+                    if bound(a) < self.cut() {
+                        break;
+                    }
+                    self.load(a);
+                    self.word_map_anchor(map, a.at as usize, a.left_limit as usize, spent);
+                }
             }
-            let blanks = self.rack[0];
-            if spend < cut {
-                self.rack[0] = 0;
+        } else {
+            if self.best_n.is_some() {
+                anchors.sort_unstable_by_key(|a| std::cmp::Reverse(a.keep.max(a.spend)));
             }
-            if loaded != Some((dir, lane_no)) {
-                self.lane = self.lanes[dir as usize * DIM + lane_no as usize];
-                (self.dir, self.lane_no) = (dir as usize, lane_no as usize);
-                loaded = Some((dir, lane_no));
+            for a in &anchors {
+                let cut = self.cut();
+                if a.keep.max(a.spend) < cut {
+                    break;
+                }
+                let blanks = self.rack[0];
+                if a.spend < cut {
+                    self.rack[0] = 0;
+                }
+                self.load(a);
+                self.anchor = a.at as usize;
+                self.left_limit = a.left_limit as usize;
+                let acc = Acc { main: 0, word_mult: 1, perp: 0, placed: 0, used: 0, start: a.at as u32 };
+                self.extend(ctx.kwg, self.anchor, ctx.kwg.gaddag_root(), true, acc);
+                self.rack[0] = blanks;
             }
-            self.anchor = a as usize;
-            self.left_limit = left_limit as usize;
-            let acc = Acc { main: 0, word_mult: 1, perp: 0, placed: 0, used: 0, start: a as u32 };
-            self.extend(ctx.kwg, a as usize, ctx.kwg.gaddag_root(), true, acc);
-            self.rack[0] = blanks;
         }
         self.anchors = anchors;
         &self.moves
+    }
+
+    /// Make `a`'s lane the loaded one.
+    #[inline]
+    fn load(&mut self, a: &Anchor) {
+        let (dir, lane) = (a.dir as usize, a.lane as usize);
+        if (self.dir, self.lane_no) != (dir, lane) {
+            self.lane = self.lanes[dir * DIM + lane];
+            (self.dir, self.lane_no) = (dir, lane);
+        }
     }
 
     /// Lowest equity a new move must reach to be kept.
@@ -472,6 +569,212 @@ impl Generator {
                 .unwrap_or(i32::MIN)
         };
         (with(&self.leave_keep), with(&self.leave_use))
+    }
+
+    /// Best-move search without the graph: choose whether generators search with the word
+    /// map (see `set_word_map`, which sets the default).
+    pub fn use_word_map(&mut self, on: bool) {
+        self.word_map = on;
+    }
+
+    /// The rack's distinct subsets (one per canonical slot mask), by size, best leave first.
+    fn subsets(&mut self, req: &Request) {
+        let slots = &req.leaves.slots;
+        self.subsets.clear();
+        for used in 1u32..1 << slots.len() {
+            if !RackLeaves::canonical(slots, used) {
+                continue;
+            }
+            let mut sub = Subset {
+                used,
+                leave: self.by_used[used as usize],
+                size: used.count_ones() as u8,
+                blanks: 0,
+                real: [0; RACK_SIZE],
+                letters: 0,
+                scores: [0; RACK_SIZE],
+            };
+            let mut n = 0;
+            for (i, &t) in slots.iter().enumerate() {
+                if used >> i & 1 == 1 {
+                    sub.scores[n] = self.scores[t as usize];
+                    n += 1;
+                    if t == 0 {
+                        sub.blanks += 1;
+                    } else {
+                        sub.real[n - 1 - sub.blanks as usize] = t;
+                        sub.letters |= 1 << t;
+                    }
+                }
+            }
+            sub.scores[..n].sort_unstable_by(|x, y| y.cmp(x));
+            self.subsets.push(sub);
+        }
+        self.subsets.sort_unstable_by_key(|s| (s.size, std::cmp::Reverse(s.leave)));
+        let mut at = 0;
+        for k in 0..=RACK_SIZE + 1 {
+            while at < self.subsets.len() && (self.subsets[at].size as usize) < k {
+                at += 1;
+            }
+            self.by_size[k] = at;
+        }
+    }
+
+    /// Every play spending `blanks` blanks from anchor `a` of the loaded lane that can reach
+    /// the threshold, by lookup:
+    /// for each window of empty squares whose leftmost anchor is `a`, each rack subset of the
+    /// window's size whose score bound (its tiles on the window's squares, best on best) plus
+    /// its leave can reach the threshold, the words of the subset's letters and the letters
+    /// played through, checked against the board letters and the cross-sets.
+    fn word_map_anchor(&mut self, map: &Anagrams, a: usize, left_limit: usize, blanks: u8) {
+        let l = self.lane;
+        let r = self.max_place;
+        let mut empties = [0usize; DIM];
+        let mut m = 0;
+        for (p, &t) in l.tiles.iter().enumerate().skip(left_limit) {
+            if t == 0 {
+                empties[m] = p;
+                m += 1;
+            }
+        }
+        let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
+        for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
+            let mut lo = empties[j];
+            while lo > 0 && l.tiles[lo - 1] != 0 {
+                lo -= 1;
+            }
+            let (mut w, mut perp_fixed, mut lm_cap, mut perp_cap) = (1, 0, 0, 0);
+            let (mut lms, mut perps) = ([0i32; RACK_SIZE], [0i32; RACK_SIZE]);
+            for k in 1..=r.min(m - j) {
+                let p = empties[j + k - 1];
+                if l.caps[p] < 0 {
+                    break; // no rack tile fits here, nor in any longer window
+                }
+                let (lm, wm) = (l.lm[p] as i32, l.wm[p] as i32);
+                w *= wm;
+                lms[k - 1] = lm;
+                perps[k - 1] = if l.cross_score[p] >= 0 { lm * wm } else { 0 };
+                if l.cross_score[p] >= 0 {
+                    perp_fixed += l.cross_score[p] as i32 * wm;
+                }
+                lm_cap += lm * l.caps[p];
+                perp_cap += perps[k - 1] * l.caps[p];
+                if j + k - 1 < ai {
+                    continue; // the window must reach the anchor
+                }
+                let mut hi = p;
+                while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
+                    hi += 1;
+                }
+                if hi == lo {
+                    continue; // one letter is not a word
+                }
+                let (mut through, mut nt, mut existing) = ([0u8; DIM], 0, 0);
+                for &t in &l.tiles[lo..=hi] {
+                    if t != 0 {
+                        through[nt] = letter_of(t);
+                        nt += 1;
+                        existing += self.scores[t as usize];
+                    }
+                }
+                through[..nt].sort_unstable();
+                let fixed = existing * w + perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
+                let mut coef = [0i32; RACK_SIZE];
+                for i in 0..k {
+                    coef[i] = lms[i] * w + perps[i];
+                }
+                coef[..k].sort_unstable_by(|x, y| y.cmp(x));
+                let pair =
+                    |scores: &[i32; RACK_SIZE]| -> i32 { coef[..k].iter().zip(scores).map(|(c, s)| c * s).sum() };
+                let capped = lm_cap * w + perp_cap;
+                let top = fixed + pair(&self.rack_scores).min(capped);
+                let ps = &empties[j..j + k];
+                for si in self.by_size[k]..self.by_size[k + 1] {
+                    let sub = self.subsets[si];
+                    if sub.blanks != blanks {
+                        continue;
+                    }
+                    let cut = self.cut();
+                    if top * 1000 + sub.leave < cut {
+                        break; // best leave first: no later subset can reach it either
+                    }
+                    if (fixed + pair(&sub.scores).min(capped)) * 1000 + sub.leave < cut {
+                        continue;
+                    }
+                    // Squares no tile of the subset fits must take its blanks.
+                    let no_fit = ps.iter().filter(|&&p| l.cross[p] & sub.letters == 0).count();
+                    if no_fit > sub.blanks as usize {
+                        continue;
+                    }
+                    let real = &sub.real[..k - sub.blanks as usize];
+                    let mut letters = [0u8; 2 * DIM];
+                    letters[..real.len()].copy_from_slice(real);
+                    letters[real.len()..real.len() + nt].copy_from_slice(&through[..nt]);
+                    let letters = &mut letters[..real.len() + nt];
+                    letters.sort_unstable();
+                    let (from, to) = self.look_up(map, letters, sub.blanks as usize);
+                    for f in from..to {
+                        let word = map.word(self.found[f as usize]);
+                        self.place_word(ps, lo, hi, existing, word, real, sub.blanks as usize, sub.used);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Range of `found` holding the words of `letters` (sorted) plus `blanks` letters more,
+    /// each once; looked up once per call.
+    fn look_up(&mut self, map: &Anagrams, letters: &[u8], blanks: usize) -> (u32, u32) {
+        let start = self.found.len();
+        if letters.len() + blanks > crate::lexicon::MAX_WORD_LEN {
+            return (start as u32, start as u32);
+        }
+        // One probe of the map: not worth a probe of a cache first.
+        if blanks < 2 {
+            if blanks == 0 {
+                self.found.extend(map.of_sorted(letters));
+            } else {
+                self.found.extend_from_slice(map.plus_one(letters));
+            }
+            return (start as u32, self.found.len() as u32);
+        }
+        let k = (crate::lexicon::anagrams::key(letters), blanks as u8);
+        if let Some(&range) = self.looked.get(&k) {
+            return range;
+        }
+        // All but one blank as every letter (in order, so each set once), the last
+        // one by the map; a word with several letters from blanks comes up more
+        // than once.
+        let mut more = [0u8; 2 * DIM];
+        more[..letters.len()].copy_from_slice(letters);
+        self.more_blanks(map, &mut more, letters.len(), blanks - 1, 1);
+        self.found[start..].sort_unstable();
+        let mut n = start;
+        for i in start..self.found.len() {
+            if i == start || self.found[i] != self.found[i - 1] {
+                self.found[n] = self.found[i];
+                n += 1;
+            }
+        }
+        self.found.truncate(n);
+        let range = (start as u32, self.found.len() as u32);
+        self.looked.insert(k, range);
+        range
+    }
+
+    fn more_blanks(&mut self, map: &Anagrams, letters: &mut [u8; 2 * DIM], n: usize, left: usize, from: u8) {
+        if left == 0 {
+            let mut sorted = *letters;
+            sorted[..n].sort_unstable();
+            self.found.extend_from_slice(map.plus_one(&sorted[..n]));
+            return;
+        }
+        for x in from..64 {
+            if self.letter_mask >> x & 1 == 1 {
+                letters[n] = x;
+                self.more_blanks(map, letters, n + 1, left - 1, x);
+            }
+        }
     }
 
     fn extend(&mut self, kwg: &Kwg, pos: usize, list: u32, left: bool, acc: Acc) {
@@ -668,7 +971,7 @@ impl Generator {
                     let (a, b) = self.words_through(ctx, real, blanks, &through[..nt]);
                     for f in a..b {
                         let word = anagrams.word(self.found[f as usize]);
-                        self.place_bingo(ps, lo, hi, through_score, word, real, blanks);
+                        self.place_word(ps, lo, hi, through_score, word, real, blanks, (1 << RACK_SIZE) - 1);
                     }
                 }
             }
@@ -714,11 +1017,12 @@ impl Generator {
         (start, end)
     }
 
-    /// Record `word` on the seven empty squares `ps` of the loaded lane (the word spanning
+    /// Record `word` on the empty squares `ps` of the loaded lane (the word spanning
     /// `lo..=hi`, whose board tiles score `through`) if it fits there, once for each way of
-    /// putting the blanks on its letters.
+    /// putting the blanks on its letters; `real` are the placed tiles other than blanks, and
+    /// `used` their rack slots (with the blanks').
     #[allow(clippy::too_many_arguments)]
-    fn place_bingo(
+    fn place_word(
         &mut self,
         ps: &[usize],
         lo: usize,
@@ -727,42 +1031,45 @@ impl Generator {
         word: &Word,
         real: &[u8],
         blanks: usize,
+        used: u32,
     ) {
-        let l = self.lane;
+        let l = &self.lane;
         if (lo..=hi).any(|q| l.tiles[q] != 0 && letter_of(l.tiles[q]) != word[q - lo]) {
             return;
         }
+        let k = ps.len();
         let mut lw = [0u8; RACK_SIZE];
-        for (k, &p) in ps.iter().enumerate() {
-            lw[k] = word[p - lo];
-            if l.cross[p] >> lw[k] & 1 == 0 {
+        for (i, &p) in ps.iter().enumerate() {
+            lw[i] = word[p - lo];
+            if l.cross[p] >> lw[i] & 1 == 0 {
                 return;
             }
         }
         // How many of each letter the blanks must supply.
         let mut extra = [0i8; 64];
-        for &t in &lw {
+        for &t in &lw[..k] {
             extra[t as usize] += 1;
         }
         for &t in real {
             extra[t as usize] -= 1;
         }
-        for mask in 0u32..1 << RACK_SIZE {
+        for mask in 0u32..1 << k {
             if mask.count_ones() as usize != blanks {
                 continue;
             }
             let mut need = extra;
-            for (k, &t) in lw.iter().enumerate() {
-                if mask >> k & 1 == 1 {
+            for (i, &t) in lw[..k].iter().enumerate() {
+                if mask >> i & 1 == 1 {
                     need[t as usize] -= 1;
                 }
             }
-            if lw.iter().any(|&t| need[t as usize] != 0) {
+            if lw[..k].iter().any(|&t| need[t as usize] != 0) {
                 continue;
             }
+            let l = &self.lane;
             let (mut main, mut word_mult, mut perp) = (through, 1, 0);
-            for (k, &p) in ps.iter().enumerate() {
-                let tile = if mask >> k & 1 == 1 { lw[k] | BLANK_BIT } else { lw[k] };
+            for (i, &p) in ps.iter().enumerate() {
+                let tile = if mask >> i & 1 == 1 { lw[i] | BLANK_BIT } else { lw[i] };
                 self.word[p] = tile;
                 let ts = self.scores[tile as usize];
                 let (lm, wm) = (l.lm[p] as i32, l.wm[p] as i32);
@@ -772,8 +1079,7 @@ impl Generator {
                     perp += (l.cross_score[p] as i32 + ts * lm) * wm;
                 }
             }
-            let used = (1 << RACK_SIZE) - 1;
-            self.record(lo, hi, Acc { main, word_mult, perp, placed: RACK_SIZE as u32, used, start: lo as u32 });
+            self.record(lo, hi, Acc { main, word_mult, perp, placed: k as u32, used, start: lo as u32 });
             for &p in ps {
                 self.word[p] = 0;
             }

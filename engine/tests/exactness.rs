@@ -110,6 +110,43 @@ fn best_moves_equal_head_of_all_moves() {
     }
 }
 
+/// Best-move search by the word map (racks holding a blank) and by the graph alone must agree
+/// with each other and with the head of the full list, on racks given one or two blanks, on
+/// both lexicons, with pseudo-random leave values that stress the bounds.
+#[test]
+fn word_map_best_moves_equal_graph_search() {
+    let mut graph = Generator::new();
+    graph.use_word_map(false);
+    let mut map = Generator::new();
+    map.use_word_map(true);
+    let mut spent = 0;
+    for (lex, seed) in [(enable(), 21), (scrambled(), 22)] {
+        for (i, (board, rack)) in positions(lex, 150, seed).iter().enumerate() {
+            let mut rack = rack.clone();
+            for b in 0..(1 + i % 2).min(rack.len()) {
+                rack[b] = 0;
+            }
+            rack.sort_unstable();
+            let leaves = RackLeaves::new(&rack, |kept| {
+                let h = kept.iter().fold(seed ^ i as u64, |h, &t| mix(h ^ t as u64));
+                (h % 60_000) as i32 - 30_000 + 25_000 * kept.iter().filter(|&&t| t == 0).count() as i32
+            });
+            let req =
+                Request { board, rack: &rack, leaves: &leaves, can_exchange: i % 3 == 0, opening_vowel_penalty: 700 };
+            let mut all = graph.generate(ctx(lex), &req, Mode::All).to_vec();
+            all.sort_unstable_by(rank);
+            for n in [1, 4, 15] {
+                let by_map = map.generate(ctx(lex), &req, Mode::Best(n)).to_vec();
+                let by_graph = graph.generate(ctx(lex), &req, Mode::Best(n)).to_vec();
+                assert_eq!(by_map, by_graph, "seed {seed}, position {i}, rack {rack:?}, top {n}");
+                assert_eq!(by_map.as_slice(), &all[..n.min(all.len())], "seed {seed}, position {i}, top {n}");
+                spent += by_map.iter().filter(|m| m.tiles().iter().any(|&t| t & engine::tiles::BLANK_BIT != 0)).count();
+            }
+        }
+    }
+    assert!(spent > 100, "plays spending a blank should be among the best ({spent})");
+}
+
 /// `Board::changed_lanes` is what the shared replies of the simulator rest on, and lane keys
 /// what the endgame's play cache rests on: after any move, the plays in every lane it does not
 /// name are the same, with the same scores, as before; `place` names at least those lanes, and

@@ -1,7 +1,11 @@
-//! Words of seven or more letters indexed by their alphagram (their letters sorted), so that the
-//! move generator finds plays of a whole rack — bingos — by lookup. Searching the word graph
-//! for them is where a blank costs most: it may stand for any letter on every square, and a
-//! seven-tile search is the deepest there is.
+//! Words indexed by their alphagram (their letters sorted), so that the move generator finds
+//! plays by lookup instead of walking the word graph. Two sizes:
+//!
+//! - the bingo index, words of seven or more letters: plays of a whole rack, where a graph
+//!   search costs most (a blank may stand for any letter on every square, seven tiles deep);
+//! - the word map, every word of two or more letters, and each word again under its alphagram
+//!   less one letter (once per distinct letter), so that a rack subset holding a blank is one
+//!   lookup rather than one per letter. Best-move search runs on it (see `movegen`).
 
 use super::MAX_WORD_LEN;
 use crate::tiles::RACK_SIZE;
@@ -15,15 +19,29 @@ pub struct Anagrams {
     /// Alphagram key -> range of `words`.
     index: FxHashMap<u128, (u32, u32)>,
     words: Vec<Word>,
+    /// Alphagram less one letter -> range of `short_words` (the word map only).
+    short_index: FxHashMap<u128, (u32, u32)>,
+    /// Indices into `words`.
+    short_words: Vec<u32>,
 }
 
 impl Anagrams {
-    /// Index every word with at least `RACK_SIZE` letters (and at most a board's side: longer
+    /// The bingo index: every word of `RACK_SIZE` letters or more.
+    pub fn bingos(words: Vec<Vec<u8>>) -> Self {
+        Self::new(words, RACK_SIZE, false)
+    }
+
+    /// The word map: every word of two letters or more, also by alphagram less one letter.
+    pub fn word_map(words: Vec<Vec<u8>>) -> Self {
+        Self::new(words, 2, true)
+    }
+
+    /// Index every word with at least `min_len` letters (and at most a board's side: longer
     /// words of a hostile graph could never be played).
-    pub fn new(words: Vec<Vec<u8>>) -> Self {
+    fn new(words: Vec<Vec<u8>>, min_len: usize, short: bool) -> Self {
         let mut keyed: Vec<(u128, Word)> = words
             .into_iter()
-            .filter(|w| (RACK_SIZE..=MAX_WORD_LEN).contains(&w.len()))
+            .filter(|w| (min_len..=MAX_WORD_LEN).contains(&w.len()))
             .map(|w| {
                 let mut sorted = w.clone();
                 sorted.sort_unstable();
@@ -42,7 +60,56 @@ impl Anagrams {
                 start = i + 1;
             }
         }
-        Self { index, words: keyed.into_iter().map(|(_, w)| w).collect() }
+        let words: Vec<Word> = keyed.into_iter().map(|(_, w)| w).collect();
+        let (mut short_index, mut short_words) = (FxHashMap::default(), Vec::new());
+        if short {
+            let mut less_one: Vec<(u128, u32)> = Vec::new();
+            let mut sorted = [0u8; MAX_WORD_LEN];
+            for (i, w) in words.iter().enumerate() {
+                let n = w.iter().position(|&t| t == 0).unwrap_or(MAX_WORD_LEN);
+                sorted[..n].copy_from_slice(&w[..n]);
+                sorted[..n].sort_unstable();
+                for j in 0..n {
+                    if j > 0 && sorted[j] == sorted[j - 1] {
+                        continue;
+                    }
+                    let mut rest = [0u8; MAX_WORD_LEN];
+                    rest[..j].copy_from_slice(&sorted[..j]);
+                    rest[j..n - 1].copy_from_slice(&sorted[j + 1..n]);
+                    less_one.push((key(&rest[..n - 1]), i as u32));
+                }
+            }
+            less_one.sort_unstable();
+            let mut start = 0;
+            for (i, &(k, _)) in less_one.iter().enumerate() {
+                if i + 1 == less_one.len() || less_one[i + 1].0 != k {
+                    short_index.insert(k, (start as u32, i as u32 + 1));
+                    start = i + 1;
+                }
+            }
+            short_words = less_one.into_iter().map(|(_, w)| w).collect();
+        }
+        Self { index, words, short_index, short_words }
+    }
+
+    /// Indices (for [`Anagrams::word`]) of the words made of these letters (given sorted) and
+    /// one more letter, each word once. Empty for the bingo index.
+    #[inline]
+    pub fn plus_one(&self, sorted: &[u8]) -> &[u32] {
+        match self.short_index.get(&key(sorted)) {
+            Some(&(a, b)) => &self.short_words[a as usize..b as usize],
+            None => &[],
+        }
+    }
+
+    /// Memory held by the index, in bytes (an estimate: the hash tables' entries and control
+    /// bytes at their capacity).
+    pub fn heap_bytes(&self) -> usize {
+        let table = |cap: usize| cap * (std::mem::size_of::<(u128, (u32, u32))>() + 1);
+        table(self.index.capacity())
+            + self.words.capacity() * std::mem::size_of::<Word>()
+            + table(self.short_index.capacity())
+            + self.short_words.capacity() * 4
     }
 
     /// Indices (for [`Anagrams::word`]) of the words made of exactly these letters, given
@@ -88,7 +155,7 @@ mod tests {
             w("STEARINE"),
         ])
         .unwrap();
-        let a = Anagrams::new(kwg.words());
+        let a = Anagrams::bingos(kwg.words());
         let mut letters = w("AEINRST");
         letters.sort_unstable();
         let found: Vec<Vec<u8>> =
@@ -100,5 +167,27 @@ mod tests {
         let mut eight = w("AEEINRST");
         eight.sort_unstable();
         assert_eq!(a.of_sorted(&eight).len(), 1);
+        assert!(a.plus_one(&letters).is_empty(), "the bingo index has no short keys");
+    }
+
+    #[test]
+    fn word_map_finds_words_with_one_letter_more() {
+        let kwg =
+            super::super::Kwg::build(&[w("AT"), w("TA"), w("TAT"), w("EAT"), w("TEA"), w("ATE"), w("TATE")]).unwrap();
+        let a = Anagrams::word_map(kwg.words());
+        let word = |i: u32| a.word(i).iter().copied().take_while(|&t| t != 0).collect::<Vec<u8>>();
+        let mut at = w("AT");
+        at.sort_unstable();
+        let mut two: Vec<Vec<u8>> = a.of_sorted(&at).map(word).collect();
+        two.sort();
+        assert_eq!(two, vec![w("AT"), w("TA")]);
+        // AT plus one letter: ATE, EAT, TEA and TAT, each once (TAT has two Ts but one key).
+        let mut three: Vec<Vec<u8>> = a.plus_one(&at).iter().map(|&i| word(i)).collect();
+        three.sort();
+        assert_eq!(three, vec![w("ATE"), w("EAT"), w("TAT"), w("TEA")]);
+        let mut att = w("ATT");
+        att.sort_unstable();
+        let four: Vec<Vec<u8>> = a.plus_one(&att).iter().map(|&i| word(i)).collect();
+        assert_eq!(four, vec![w("TATE")]);
     }
 }
