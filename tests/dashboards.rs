@@ -49,8 +49,53 @@ alpha = 0.05
 beta = 0.05
 "#;
 
+/// Two identical bots: every deal is split, and no interval or SPRT may be shown for it.
+const SAME: &str = r#"
+name = "dashboard identical"
+kind = "match"
+games = 20
+seed = 4
+[match]
+bot1 = "static"
+bot2 = "static"
+"#;
+
 fn count(hay: &str, needle: &str) -> usize {
     hay.matches(needle).count()
+}
+
+/// The `<svg id="ID" ...>...</svg>` element of a page.
+fn svg<'a>(page: &'a str, id: &str) -> &'a str {
+    let start = page.find(&format!("<svg class=\"plot\" id=\"{id}\"")).unwrap_or_else(|| panic!("no chart #{id}"));
+    &page[start..start + page[start..].find("</svg>").unwrap()]
+}
+
+/// Every value of attribute `name` in `html` (as numbers where they are).
+fn attrs(html: &str, name: &str) -> Vec<String> {
+    html.split(&format!(" {name}=\"")).skip(1).map(|r| r[..r.find('"').unwrap()].to_string()).collect()
+}
+
+/// The y coordinates of every `points` attribute in `html`.
+fn ys(html: &str) -> Vec<f64> {
+    attrs(html, "points")
+        .iter()
+        .flat_map(|p| p.split(' ').map(|xy| xy.split(',').nth(1).unwrap().parse::<f64>().unwrap()).collect::<Vec<_>>())
+        .collect()
+}
+
+/// A chart's plot area, from its frame: (top, bottom).
+fn frame(chart: &str) -> (f64, f64) {
+    let r = &chart[chart.find("<rect class=\"frame\"").unwrap()..];
+    let y: f64 = attrs(r, "y")[0].parse().unwrap();
+    let h: f64 = attrs(r, "height")[0].parse().unwrap();
+    (y, y + h)
+}
+
+/// The chart has axis titles, tick labels and a frame.
+fn has_axes(chart: &str, x_title: &str, y_title: &str) {
+    assert!(chart.contains(&format!("text-anchor=\"middle\">{x_title}")), "x title `{x_title}`: {chart}");
+    assert!(chart.contains(y_title), "y title `{y_title}`");
+    assert!(count(chart, "class=\"tick\"") >= 3, "tick labels");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,10 +107,12 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     let grid = submit(&coord.url, &token, &experiment_file(&dir.0, "grid.toml", GRID))?;
     let sprt = submit(&coord.url, &token, &experiment_file(&dir.0, "sprt.toml", SPRT))?;
     let sim = submit(&coord.url, &token, &experiment_file(&dir.0, "sim.toml", SIM))?;
+    let same = submit(&coord.url, &token, &experiment_file(&dir.0, "same.toml", SAME))?;
     let mut w = volunteer(&coord.url, "dash-volunteer", &dir.0.join("w"), &["--exit-when-idle", "--threads", "2"])?;
     let g = wait_for_status(&coord.url, grid, &["finished"], Duration::from_secs(180)).await?;
     let s = wait_for_status(&coord.url, sprt, &["finished"], Duration::from_secs(180)).await?;
     let sg = wait_for_status(&coord.url, sim, &["finished"], Duration::from_secs(180)).await?;
+    let sm = wait_for_status(&coord.url, same, &["finished"], Duration::from_secs(180)).await?;
     assert!(tokio::task::block_in_place(|| w.wait())?.success());
 
     // The SPRT stopped its cell early, and says why.
@@ -78,35 +125,108 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     let profile = dir.0.join("chromium");
     // Experiments list: both, finished, with links.
     let list = dump_dom(&coord.url, &profile)?;
-    assert_eq!(count(&list, "class=\"experiment\""), 3, "{list}");
+    assert_eq!(count(&list, "class=\"experiment\""), 4, "{list}");
     assert!(list.contains("dashboard grid") && list.contains("dashboard sprt"));
     assert!(list.contains(&format!("href=\"/experiments/{grid}\"")));
-    assert_eq!(count(&list, "<span class=\"status finished\">finished</span>"), 3);
+    assert_eq!(count(&list, "<span class=\"status finished\">finished</span>"), 4);
+    assert!(list.contains("games/s") || list.contains("games/min"), "rates in a unit that reads: {list}");
     assert!(!list.contains("http-equiv=\"refresh\""), "finished pages stop reloading");
 
     // The grid: six cells in the table, the plot and the heatmap, with the API's numbers.
     let page = dump_dom(&format!("{}/experiments/{grid}", coord.url), &profile)?;
     assert_eq!(count(&page, "<tr class=\"cell\""), 6);
-    assert_eq!(count(&page, "<g class=\"cell\""), 6, "one point per cell in the win-rate plot");
+    // At bag=86 the softmax bot never leaves the static bot's play (the bag never holds more
+    // than 86 tiles): those two cells are identical bots, shown without an interval.
+    let identical: Vec<&serde_json::Value> =
+        g["cells"].as_array().unwrap().iter().filter(|c| c["evidence"] == "identical").collect();
+    assert_eq!(identical.len(), 2, "{g}");
+    assert!(identical.iter().all(|c| c["params"]["bot1.bag"] == 86 && c["ci_low"].is_null()));
+    assert_eq!(count(&page, "<g class=\"cell\""), 4, "a point with its interval per other cell");
+    assert_eq!(count(&page, "<g class=\"cell caveat\""), 2, "a mark for the identical ones");
     assert_eq!(count(&page, "<g class=\"hcell\""), 6, "a 2 x 3 heatmap");
     assert!(page.contains("id=\"winrate\"") && page.contains("id=\"heatmap\""));
     assert!(page.contains("120 / 120"), "progress");
     assert_eq!(count(&page, "<polyline class=\"series\""), 6, "a convergence line per cell");
     assert!(page.contains("id=\"throughput\"") && page.contains("<rect class=\"bucket\""));
+    // Charts: axes with titles, legends, bands, and every plotted point inside its frame.
+    let chart = svg(&page, "winrate");
+    has_axes(chart, "bot1.bag, bot1.t", "win rate of softmax");
+    let (top, bottom) = frame(chart);
+    for cy in attrs(chart, "cy") {
+        let cy: f64 = cy.parse().unwrap();
+        assert!((top..=bottom).contains(&cy), "a point at {cy} outside {top}..{bottom}");
+    }
+    let chart = svg(&page, "convergence");
+    has_axes(chart, "games played in the cell", "win rate of softmax");
+    assert_eq!(count(chart, "<polygon class=\"band\""), 4, "a 95% band per cell with intervals");
+    let (top, bottom) = frame(chart);
+    let lines: String = chart.split("<polyline class=\"series\"").skip(1).map(|l| &l[..l.find('>').unwrap()]).collect();
+    assert!(ys(&lines).iter().all(|y| (top..=bottom).contains(y)), "the scale fits every win rate");
+    assert_eq!(count(&page, "<ul class=\"legend\" id=\"convergence-legend\""), 1);
+    assert!(page.contains("bot1.bag=20, bot1.t=0.5"), "the legend names the cells");
+    has_axes(svg(&page, "throughput"), "minutes since the first result", "games a minute");
+    let chart = svg(&page, "pareto");
+    has_axes(chart, "milliseconds per move of softmax", "win rate of softmax");
+    assert!(count(chart, "data-front=\"true\"") >= 1 && chart.contains("<polyline class=\"front\""));
+    let chart = svg(&page, "heatmap");
+    assert!(chart.contains("id=\"colour-scale\""), "the heatmap has a colour scale");
+    for c in g["cells"].as_array().unwrap() {
+        // Marked exactly when the interval leaves out 50%.
+        let decided =
+            c["ci_low"].as_f64().is_some_and(|lo| lo > 0.5) || c["ci_high"].as_f64().is_some_and(|hi| hi < 0.5);
+        assert!(chart.contains(&format!("data-index=\"{}\" data-decided=\"{decided}\"", c["index"])), "{c}");
+    }
+    // Colour follows where the cell surely lies: a cell whose interval holds 50% is white.
+    for cell in chart.split("<g class=\"hcell\"").skip(1).filter(|c| c.contains("data-decided=\"false\"")) {
+        let identical = cell.contains("bots are identical on these deals");
+        assert!(cell.contains(if identical { "fill=\"#eee\"" } else { "fill=\"rgb(255,255,255)\"" }), "{cell}");
+    }
     assert!(page.contains("<tr class=\"contributor\"><td>dash-volunteer</td><td>120</td>"), "contributors");
     for c in g["cells"].as_array().unwrap() {
-        let rate = format!("{:.1}%", 100.0 * c["win_rate"].as_f64().unwrap());
-        let lo = format!("{:.1}%", 100.0 * c["ci_low"].as_f64().unwrap());
         let row_start = page.find(&format!("<tr class=\"cell\" data-index=\"{}\"", c["index"])).unwrap();
         let row = &page[row_start..row_start + page[row_start..].find("</tr>").unwrap()];
-        assert!(row.contains(&rate) && row.contains(&lo), "cell {} shows {rate} ({lo} ..): {row}", c["index"]);
         assert!(row.contains("reached its target of 20 games"));
+        if c["evidence"] == "identical" {
+            assert!(row.contains("bots are identical on these deals") && !row.contains("50.0%"), "{row}");
+            continue;
+        }
+        let rate = format!("{:.1}%", 100.0 * c["win_rate"].as_f64().unwrap());
+        let lo = format!("{:.1}%", 100.0 * c["ci_low"].as_f64().unwrap());
+        assert!(row.contains(&rate) && row.contains(&lo), "cell {} shows {rate} ({lo} ..): {row}", c["index"]);
     }
 
-    // The SPRT experiment says why it stopped.
+    // The SPRT experiment says why it stopped, and shows its LLR against the bounds.
     let page = dump_dom(&format!("{}/experiments/{sprt}", coord.url), &profile)?;
     assert!(page.contains("SPRT accepted H0"), "stop reason shown");
     assert!(page.contains("status stopped"));
+    let chart = svg(&page, "sprt");
+    has_axes(chart, "games played in the cell", "log-likelihood ratio (LLR)");
+    assert!(chart.contains("<polyline class=\"llr\"") && chart.contains("accept H1") && chart.contains("accept H0"));
+    assert!(page.contains("<td class=\"llr\"><span class=\"llrbar\""), "a live LLR bar per cell");
+    assert!(page.contains("ended early; target 4,000"), "a stopped cell's progress says so");
+    assert!(s["target_games"] == s["games"], "a finished experiment is complete: {s}");
+
+    // Identical bots: no interval, no SPRT, and the page says why.
+    let cell = &sm["cells"][0];
+    assert_eq!((cell["evidence"].as_str(), cell["ci_low"].as_f64()), (Some("identical"), None), "{cell}");
+    let page = dump_dom(&format!("{}/experiments/{same}", coord.url), &profile)?;
+    assert!(page.contains("bots are identical on these deals"), "{page}");
+    assert!(page.contains("<g class=\"cell caveat\""), "no error bar for identical bots");
+    assert!(!page.contains("50.0% ±") && !page.contains("+- 0.0"));
+    let csv = reqwest::get(format!("{}/api/v1/experiments/{same}/cells.csv", coord.url)).await?.text().await?;
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!((row[6], row[7]), ("", ""), "no interval in the CSV either: {csv}");
+    assert!(csv.contains(",identical,bots are identical on these deals,"), "{csv}");
+
+    // Exports of batches and contributors, one row per counted batch and per worker.
+    let url = |what: &str| format!("{}/api/v1/experiments/{grid}/{what}.csv", coord.url);
+    let csv = reqwest::get(url("batches")).await?.text().await?;
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), batches(&coord.url, grid).await?.len(), "{csv}");
+    let played: u64 = rows.iter().map(|r| r.split(',').nth(5).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(played, 120);
+    let csv = reqwest::get(url("contributors")).await?.text().await?;
+    assert!(csv.starts_with("worker,done,counted,batches,worker_id\ndash-volunteer,120,games,"), "{csv}");
 
     // The sim grid, played by the volunteer: a heatmap of win rate, interval and time a move.
     let page = dump_dom(&format!("{}/experiments/{sim}", coord.url), &profile)?;
@@ -120,8 +240,43 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     // Workers: the volunteer, with every game it played.
     let workers = dump_dom(&format!("{}/workers", coord.url), &profile)?;
     assert!(workers.contains("dash-volunteer"));
-    let played = 120 + 16 + cell["games"].as_u64().unwrap();
+    let played = 120 + 16 + 20 + s["cells"][0]["games"].as_u64().unwrap();
     assert!(workers.contains(&format!("<td class=\"games\">{played}</td>")), "{played} games: {workers}");
+
+    // The JSON and CSV API answers as its OpenAPI description says, errors included.
+    let u = coord.url.as_str();
+    for id in [grid, sprt, same, sim] {
+        for template in ["/experiments/{id}", "/experiments/{id}/history", "/experiments/{id}/batches"] {
+            let (status, _) = check_documented(u, template, &template.replace("{id}", &id.to_string())).await?;
+            assert_eq!(status, 200, "{template}");
+        }
+    }
+    for template in
+        ["/experiments/{id}/cells.csv", "/experiments/{id}/batches.csv", "/experiments/{id}/contributors.csv"]
+    {
+        check_documented(u, template, &template.replace("{id}", &grid.to_string())).await?;
+    }
+    check_documented(u, "/experiments", "/experiments?status=finished&sort=name").await?;
+    check_documented(u, "/workers", "/workers").await?;
+    let (status, _) =
+        check_documented(u, "/experiments/{id}", &format!("/experiments/{}", uuid::Uuid::new_v4())).await?;
+    assert_eq!(status, 404);
+    let (status, body) = check_documented(u, "/experiments", "/experiments?status=bogus").await?;
+    assert!(status == 400 && body.contains("status"), "{body}");
+    let finished = get_json(&format!("{u}/api/v1/experiments?status=finished")).await?;
+    assert_eq!(finished.as_array().unwrap().len(), 4, "the filter works: {finished}");
+
+    // Screenshots of every page type, for docs/img (LEXHIVE_SCREENSHOTS=docs/img).
+    for (name, path, height) in [
+        ("experiments", String::new(), 500),
+        ("grid", format!("/experiments/{grid}"), 3000),
+        ("sim-grid", format!("/experiments/{sim}"), 2700),
+        ("sprt", format!("/experiments/{sprt}"), 1900),
+        ("identical", format!("/experiments/{same}"), 1300),
+        ("workers", "/workers".into(), 400),
+    ] {
+        screenshot_for_docs(&format!("{}{path}", coord.url), &profile, name, height)?;
+    }
 
     // A running experiment's page reloads itself.
     let live =

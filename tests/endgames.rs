@@ -154,6 +154,7 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
 
     // The dashboard, in Chromium.
     let page = dump_dom(&format!("{}/experiments/{id}", coord.url), &dir.0.join("chromium"))?;
+    screenshot_for_docs(&format!("{}/experiments/{id}", coord.url), &dir.0.join("chromium"), "endgame", 1500)?;
     assert!(page.contains("solved <span id=\"solved\">10</span> / 10"), "{page}");
     assert!(page.contains(&format!("disagreements <span id=\"disagreements\">{}</span>", lied.len())));
     assert_eq!(page.matches("<tr class=\"position\"").count(), 10);
@@ -180,6 +181,25 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
     let unskipped = rows.iter().filter(|r| r["pass"] == "solve" && r["skipped"] == false).count() as u64;
     assert_eq!(buckets, unskipped, "the time histogram counts every first solve");
     assert!(!page.contains("http-equiv=\"refresh\""));
+    assert!(page.contains(">time to solve a position</text>") && page.contains(">positions</text>"), "axis titles");
+
+    for template in ["/experiments/{id}", "/experiments/{id}/endgames", "/experiments/{id}/endgames.csv"] {
+        check_documented(&coord.url, template, &template.replace("{id}", &id.to_string())).await?;
+    }
+    // The solutions as CSV: a row per position, its agreed value where two workers agreed.
+    let csv = reqwest::get(format!("{}/api/v1/experiments/{id}/endgames.csv", coord.url)).await?.text().await?;
+    assert_eq!(csv.lines().count(), 11, "a header and a row per position: {csv}");
+    for (i, solves) in &by_pos {
+        let row = csv.lines().find(|l| l.starts_with(&format!("{i},"))).unwrap();
+        let agreed = solves.iter().find(|r| r["verdict"] == "agrees");
+        match agreed.filter(|_| !limited.contains(i)) {
+            Some(a) if a["skipped"] == false => {
+                assert!(row.starts_with(&format!("{i},{},agreed,", a["value"])), "{row}")
+            }
+            Some(_) => assert!(row.starts_with(&format!("{i},,skipped,")), "{row}"),
+            None => assert!(row.starts_with(&format!("{i},,unconfirmed,")), "{row}"),
+        }
+    }
     drop(coord);
     db.drop_db().await
 }

@@ -341,9 +341,10 @@ pub fn chromium() -> String {
     std::env::var("LEXHIVE_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into())
 }
 
-/// The page's DOM after it loaded, as Chromium rendered it.
-pub fn dump_dom(url: &str, profile: &std::path::Path) -> Result<String> {
-    let out = Command::new(chromium())
+/// Headless Chromium with a fresh profile and no background traffic (this machine's network
+/// is closed), given `args` and `url`.
+fn chromium_run(url: &str, profile: &std::path::Path, args: &[&str]) -> std::io::Result<std::process::Output> {
+    Command::new(chromium())
         .args([
             "--headless",
             "--no-sandbox",
@@ -353,11 +354,38 @@ pub fn dump_dom(url: &str, profile: &std::path::Path) -> Result<String> {
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
-            "--dump-dom",
         ])
+        .args(args)
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(url)
-        .output();
+        .output()
+}
+
+/// A PNG of the page's top `height` pixels in a 1,400-pixel-wide window.
+pub fn screenshot(url: &str, profile: &std::path::Path, png: &std::path::Path, height: u32) -> Result<()> {
+    let shot = format!("--screenshot={}", png.display());
+    let size = format!("--window-size=1400,{height}");
+    let out = chromium_run(url, profile, &[&shot, &size, "--hide-scrollbars"])?;
+    if !out.status.success() || !png.exists() {
+        bail!("chromium could not take a screenshot of {url}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
+}
+
+/// With `LEXHIVE_SCREENSHOTS=DIR` (e.g. `docs/img`), a screenshot of the page as
+/// `DIR/dashboard-NAME.png`; otherwise nothing.
+pub fn screenshot_for_docs(url: &str, profile: &std::path::Path, name: &str, height: u32) -> Result<()> {
+    match std::env::var_os("LEXHIVE_SCREENSHOTS") {
+        Some(dir) => {
+            screenshot(url, profile, &std::path::Path::new(&dir).join(format!("dashboard-{name}.png")), height)
+        }
+        None => Ok(()),
+    }
+}
+
+/// The page's DOM after it loaded, as Chromium rendered it.
+pub fn dump_dom(url: &str, profile: &std::path::Path) -> Result<String> {
+    let out = chromium_run(url, profile, &["--dump-dom"]);
     let out = match out {
         Ok(o) => o,
         Err(e) => bail!(
@@ -477,3 +505,31 @@ bot2 = "greedy"
 [grid]
 "bot2" = ["greedy", "softmax:t=2,bag=30"]
 "#;
+
+/// `GET /api/v1{path}`, checked against the coordinator's own OpenAPI description
+/// (`/api/v1/openapi.json`) of `template` for the status it answered with: a JSON body must
+/// match the documented schema, a CSV's header row the documented columns. Returns the status
+/// and the body.
+pub async fn check_documented(url: &str, template: &str, path: &str) -> Result<(u16, String)> {
+    let doc: Value = reqwest::get(format!("{url}/api/v1/openapi.json")).await?.error_for_status()?.json().await?;
+    let r = reqwest::get(format!("{url}/api/v1{path}")).await?;
+    let status = r.status().as_u16();
+    let kind = r.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let body = r.text().await?;
+    let documented = &doc["paths"][template]["get"]["responses"][status.to_string()];
+    ensure!(documented.is_object(), "GET {template} answered {status}, which its description does not list");
+    let media = if kind.starts_with("text/csv") { "text/csv" } else { "application/json" };
+    let content = &documented["content"][media];
+    ensure!(content.is_object(), "GET {template} answered {status} as {kind}, not documented");
+    if media == "text/csv" {
+        let cols = documented["description"].as_str().unwrap_or("").rsplit(": ").next().unwrap_or("");
+        ensure!(body.lines().next() == Some(cols), "GET {path}: header {:?}, documented {cols:?}", body.lines().next());
+        return Ok((status, body));
+    }
+    let schema = json!({ "components": doc["components"], "allOf": [content["schema"]] });
+    let v = jsonschema::validator_for(&schema).map_err(|e| anyhow::anyhow!("the description's schema: {e}"))?;
+    let value: Value = serde_json::from_str(&body).with_context(|| format!("GET {path}: not JSON"))?;
+    let errors: Vec<String> = v.iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    ensure!(errors.is_empty(), "GET {path} does not match its description:\n{}", errors.join("\n"));
+    Ok((status, body))
+}

@@ -41,6 +41,7 @@ async fn volunteers_make_the_same_table_as_the_local_command() -> Result<()> {
     engine::winpct::WinTable::parse(&String::from_utf8_lossy(&remote), "artifact")?;
 
     let page = dump_dom(&format!("{}/experiments/{id}", coord.url), &dir.0.join("chromium"))?;
+    screenshot_for_docs(&format!("{}/experiments/{id}", coord.url), &dir.0.join("chromium"), "wintable", 1100)?;
     assert!(page.contains(&format!("href=\"/api/v1/artifacts/{sha}\"")), "{page}");
     assert_eq!(page.matches("<polyline class=\"series\" data-unseen=").count(), 4, "a line per unseen count");
     assert!(page.contains("60 / 60"));

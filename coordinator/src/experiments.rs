@@ -6,13 +6,11 @@ use crate::auth::Caller;
 use crate::error::{Error, Result};
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::header;
-use axum::response::IntoResponse;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use shared::experiment::{ExperimentSpec, JobKind};
 use shared::protocol::Submitted;
-use shared::stats::{MatchTally, Sprt, SprtDecision};
+use shared::stats::{Evidence, MatchTally, Sprt, SprtDecision};
 use sqlx::types::Json as Db;
 use uuid::Uuid;
 
@@ -170,6 +168,8 @@ pub struct Summary {
     pub cells: i64,
     /// Done so far, in `counted` (games, or positions for endgames).
     pub games: i64,
+    /// What the experiment will have done when it is over: a cell that ended early (an SPRT
+    /// decided, a researcher stopped it) counts what it did.
     pub target_games: i64,
     /// What `games` and `target_games` count.
     pub counted: &'static str,
@@ -184,7 +184,8 @@ macro_rules! summary_sql {
 SELECT e.id, e.name, e.kind, e.status, e.priority, e.created_at, e.finished_at,
        (SELECT count(*) FROM cells c WHERE c.experiment_id = e.id) AS cells,
        (SELECT coalesce(sum(c.done_units), 0)::bigint FROM cells c WHERE c.experiment_id = e.id) AS done_units,
-       (SELECT coalesce(sum(c.target_units), 0)::bigint FROM cells c WHERE c.experiment_id = e.id) AS target_units,
+       (SELECT coalesce(sum(CASE WHEN c.status IN ('queued', 'running') THEN c.target_units ELSE least(c.done_units, c.target_units) END), 0)::bigint
+          FROM cells c WHERE c.experiment_id = e.id) AS target_units,
        CASE WHEN e.started_at IS NULL THEN 0
             WHEN e.finished_at IS NOT NULL THEN
               (SELECT coalesce(sum(r.games), 0) FROM batch_results r WHERE r.experiment_id = e.id)::float8
@@ -304,7 +305,15 @@ pub struct CellView {
     /// Milliseconds per move, first bot / second bot.
     pub ms_per_move: [f64; 2],
     pub first_player_rate: Option<f64>,
+    /// What the games can say: `nothing`, `identical` (the bots played alike: no interval, no
+    /// SPRT), `uniform` (every pair alike: conservative statistics) or `varied`.
+    pub evidence: Evidence,
+    /// Said instead of a win rate when there is none to give ("no information yet", "bots are
+    /// identical on these deals").
+    pub caveat: Option<&'static str>,
     pub sprt_llr: Option<f64>,
+    /// The SPRT's lower and upper LLR bounds, where the experiment has one.
+    pub sprt_bounds: Option<(f64, f64)>,
     pub tally: MatchTally,
 }
 
@@ -343,18 +352,36 @@ pub struct Contributor {
 /// games recorded over time.
 #[derive(Serialize)]
 pub struct History {
-    /// Per cell (by index): (games so far, win rate so far) after each of its batches.
-    pub convergence: Vec<Vec<(u64, f64)>>,
+    /// Per cell (by index): where it stood after each of its batches.
+    pub convergence: Vec<Vec<Step>>,
     /// Games recorded in consecutive buckets of `bucket_secs`, from `start`.
     pub start: Option<DateTime<Utc>>,
     pub bucket_secs: i64,
     pub games: Vec<u64>,
 }
 
+/// A cell's standing after one of its batches, as its page would have shown it then.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Step {
+    pub games: u64,
+    pub win_rate: f64,
+    /// The 95% interval, where the games give one.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// The SPRT's log-likelihood ratio, where the experiment has an SPRT and the games give one.
+    pub llr: Option<f64>,
+}
+
 /// Most buckets in the throughput series.
 const BUCKETS: i64 = 60;
 
-pub async fn history(db: &sqlx::PgPool, id: Uuid, cells: usize) -> Result<History> {
+pub async fn history(db: &sqlx::PgPool, id: Uuid) -> Result<History> {
+    let (Db(spec),): (Db<ExperimentSpec>,) = sqlx::query_as("SELECT spec FROM experiments WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no experiment {id}")))?;
+    let sprt = spec.kind.sprt();
     let cell_index: std::collections::HashMap<Uuid, i32> =
         sqlx::query_as("SELECT id, idx FROM cells WHERE experiment_id = $1")
             .bind(id)
@@ -369,14 +396,22 @@ pub async fn history(db: &sqlx::PgPool, id: Uuid, cells: usize) -> Result<Histor
         .into_iter()
         .map(|r| (cell_index.get(&r.cell_id).copied().unwrap_or(-1), r.result, r.received_at))
         .collect();
+    let cells = cell_index.len();
     let mut sums = vec![MatchTally::default(); cells];
     let mut convergence = vec![Vec::new(); cells];
     for (idx, Db(r), _) in &rows {
         let shared::protocol::JobResult::Match(t) = r else { continue };
         let Some(sum) = usize::try_from(*idx).ok().and_then(|i| sums.get_mut(i)) else { continue };
         sum.merge(t);
-        if let Some(rate) = sum.win_rate() {
-            convergence[*idx as usize].push((sum.games, rate));
+        if let Some(win_rate) = sum.win_rate() {
+            let ci = sum.interval();
+            convergence[*idx as usize].push(Step {
+                games: sum.games,
+                win_rate,
+                ci_low: ci.map(|c| c.0),
+                ci_high: ci.map(|c| c.1),
+                llr: sprt.and_then(|s| s.llr(sum)),
+            });
         }
     }
     let (start, end) = match (rows.first(), rows.last()) {
@@ -393,9 +428,7 @@ pub async fn history(db: &sqlx::PgPool, id: Uuid, cells: usize) -> Result<Histor
 }
 
 pub async fn api_history(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Json<History>> {
-    let (cells,): (i64,) =
-        sqlx::query_as("SELECT count(*) FROM cells WHERE experiment_id = $1").bind(id).fetch_one(&st.db).await?;
-    Ok(Json(history(&st.db, id, cells as usize).await?))
+    Ok(Json(history(&st.db, id).await?))
 }
 
 /// A cell as stored.
@@ -436,7 +469,10 @@ impl CellRow {
             points_per_turn: [t.points_per_turn(0), t.points_per_turn(1)],
             ms_per_move: [t.ms_per_move(0), t.ms_per_move(1)],
             first_player_rate: t.first_player_rate(),
+            evidence: t.evidence(),
+            caveat: t.evidence().caveat().filter(|_| kind == JobKind::Match),
             sprt_llr: sprt.and_then(|s| s.llr(&t)),
+            sprt_bounds: sprt.map(Sprt::bounds),
             tally: t,
         }
     }
@@ -495,61 +531,6 @@ pub fn sprt_reason(s: &Sprt, d: SprtDecision) -> Option<String> {
 
 pub async fn api_list(State(st): State<AppState>, Query(q): Query<ListQuery>) -> Result<Json<Vec<Summary>>> {
     Ok(Json(list_where(&st.db, &q).await?))
-}
-
-/// `GET /api/v1/experiments/{id}/cells.csv`: one row per cell (rates as fractions 0..1; empty
-/// where there is nothing to say yet), for spreadsheets and scripts.
-pub async fn cells_csv(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<impl IntoResponse> {
-    let d = detail(&st.db, id).await?;
-    let mut out = String::from(
-        "cell,games,wins,draws,losses,win_rate,ci_low,ci_high,status,stop_reason,bot1,bot2,params,mean_score1,mean_score2,ms_per_move1,ms_per_move2,sprt_llr,cell_id\n",
-    );
-    let num = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.6}"));
-    for c in &d.cells {
-        let params: Vec<String> = c.params.iter().map(|(k, v)| format!("{k}={}", plain(v))).collect();
-        let [bot1, bot2] = c.bots.clone().unwrap_or_default();
-        let fields = [
-            c.index.to_string(),
-            c.games.to_string(),
-            c.wins.to_string(),
-            c.draws.to_string(),
-            c.losses.to_string(),
-            num(c.win_rate),
-            num(c.ci_low),
-            num(c.ci_high),
-            c.status.clone(),
-            c.stop_reason.clone().unwrap_or_default(),
-            bot1,
-            bot2,
-            params.join(";"),
-            format!("{:.3}", c.mean_score[0]),
-            format!("{:.3}", c.mean_score[1]),
-            format!("{:.3}", c.ms_per_move[0]),
-            format!("{:.3}", c.ms_per_move[1]),
-            num(c.sprt_llr),
-            c.id.to_string(),
-        ];
-        out += &fields.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(",");
-        out.push('\n');
-    }
-    let disposition = format!("attachment; filename=\"experiment-{id}-cells.csv\"");
-    Ok((
-        [(header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()), (header::CONTENT_DISPOSITION, disposition)],
-        out,
-    ))
-}
-
-/// A parameter value as written in the experiment file (strings without their quotes).
-fn plain(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// RFC 4180: quoted when it holds a comma, a quote or a line break.
-fn csv_field(f: &str) -> String {
-    if f.contains([',', '"', '\n', '\r']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.to_string() }
 }
 
 pub async fn api_detail(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Json<Detail>> {

@@ -8,6 +8,7 @@ mod dashboard;
 mod endgames;
 mod error;
 mod experiments;
+mod export;
 mod ledger;
 mod outliers;
 mod owners;
@@ -261,9 +262,13 @@ pub fn router(state: AppState) -> Router {
         .route("/experiments/{id}/stop", post(experiments::stop))
         .route("/experiments/{id}/batches", get(results::list))
         .route("/experiments/{id}/history", get(experiments::api_history))
-        .route("/experiments/{id}/cells.csv", get(experiments::cells_csv))
+        .route("/experiments/{id}/cells.csv", get(export::cells))
+        .route("/experiments/{id}/batches.csv", get(export::batches))
+        .route("/experiments/{id}/contributors.csv", get(export::contributors))
+        .route("/experiments/{id}/endgames.csv", get(export::endgames))
         .route("/experiments/{id}/endgames", get(endgames::api_solves))
         .route("/workers", get(workers::api_list))
+        .route("/openapi.json", get(openapi))
         .route("/batches/{id}/release", post(queue::release))
         .route("/batches/{id}/fail", post(queue::fail))
         .route("/batches/{id}/result", post(results::upload).layer(DefaultBodyLimit::max(upload_cap)))
@@ -284,6 +289,12 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// `GET /api/v1/openapi.json`: the API described (OpenAPI 3.1); the end-to-end tests check
+/// real responses against it.
+async fn openapi() -> impl axum::response::IntoResponse {
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], include_str!("../openapi.json"))
 }
 
 async fn healthz(axum::extract::State(st): axum::extract::State<AppState>) -> Result<&'static str, error::Error> {

@@ -281,11 +281,12 @@ pub async fn upload(
     // are another unit; workers size their batches by their own rate per kind).
     let gps = u.result.kind().plays_games().then(|| games as f64 / (u.elapsed_ms.max(1) as f64 / 1000.0));
     sqlx::query(
-        "UPDATE workers SET games = games + $2, batches = batches + 1, last_seen = now(),
-                games_per_sec = coalesce($3, games_per_sec) WHERE id = $1",
+        "UPDATE workers SET games = games + $2, positions = positions + $3, batches = batches + 1, last_seen = now(),
+                games_per_sec = coalesce($4, games_per_sec) WHERE id = $1",
     )
     .bind(worker)
-    .bind(games as i64)
+    .bind(if gps.is_some() { games as i64 } else { 0 })
+    .bind(if gps.is_some() { 0 } else { games as i64 })
     .bind(gps)
     .execute(&mut *tx)
     .await?;
@@ -634,9 +635,8 @@ async fn record_in_cell(
     let done = c.done_units + units;
     let mut next_status = None;
     if c.status == "running" {
-        if done >= c.target_units {
-            next_status = Some(("finished", spec.kind.job_kind().finished(c.target_units as u64)));
-        } else if let Some(reason) = spec.kind.sprt().and_then(|s| sprt_reason(s, s.decide(&sum))) {
+        let mut sprt = spec.kind.sprt().and_then(|s| sprt_reason(s, s.decide(&sum)));
+        if sprt.is_some() {
             // No one owner's machines decide a test: its results must come from several.
             let (owners,): (i64,) = sqlx::query_as(
                 "SELECT count(DISTINCT r.owner_id) FROM batch_results r JOIN batches b ON b.id = r.batch_id
@@ -645,10 +645,23 @@ async fn record_in_cell(
             .bind(cell)
             .fetch_one(&mut **tx)
             .await?;
-            if owners >= policy.min_owners {
-                next_status = Some(("stopped", reason));
-            }
+            sprt = sprt.filter(|_| owners >= policy.min_owners);
         }
+        let kind = spec.kind.job_kind();
+        next_status = match (done >= c.target_units, sprt) {
+            // A test that decided on the batch that also reached the target is still its verdict.
+            (true, Some(reason)) => Some((
+                "finished",
+                format!(
+                    "{reason}, as it reached its target of {} {}",
+                    c.target_units as u64 * kind.shown_per_unit(),
+                    kind.shown()
+                ),
+            )),
+            (true, None) => Some(("finished", kind.finished(c.target_units as u64))),
+            (false, Some(reason)) => Some(("stopped", reason)),
+            (false, None) => None,
+        };
     }
     match &next_status {
         Some((s, reason)) => {

@@ -16,7 +16,9 @@ pub struct WorkerView {
     pub created_at: DateTime<Utc>,
     pub last_seen: DateTime<Utc>,
     pub seconds_since_seen: f64,
+    /// Games played (matches and win-table games), and endgame positions solved.
     pub games: i64,
+    pub positions: i64,
     pub batches: i64,
     pub games_per_sec: Option<f64>,
     pub leased_batches: i64,
@@ -34,7 +36,7 @@ pub struct WorkerView {
 pub async fn list(db: &sqlx::PgPool) -> Result<Vec<WorkerView>> {
     Ok(sqlx::query_as(
         "SELECT w.id, w.name, w.threads, w.created_at, w.last_seen,
-                extract(epoch FROM now() - w.last_seen)::float8 AS seconds_since_seen, w.games, w.batches, w.games_per_sec, w.rejected,
+                extract(epoch FROM now() - w.last_seen)::float8 AS seconds_since_seen, w.games, w.positions, w.batches, w.games_per_sec, w.rejected,
                 (SELECT count(*) FROM batches b WHERE b.lease_owner = w.id AND b.state = 'leased') AS leased_batches,
                 o.name AS owner, w.validated, w.mismatches, w.quarantine_reason
          FROM workers w JOIN owners o ON o.id = w.owner_id ORDER BY w.last_seen DESC LIMIT 1000",

@@ -156,6 +156,21 @@ impl MatchTally {
         self.pair_points.iter().sum()
     }
 
+    /// What these games can say about which bot is stronger; see [`Evidence`].
+    pub fn evidence(&self) -> Evidence {
+        let n = self.pairs();
+        if self.games == 0 {
+            return Evidence::Nothing;
+        }
+        if n == 0 {
+            return Evidence::Varied;
+        }
+        if self.pair_points[2] == n && self.score[0] == self.score[1] && self.bingos[0] == self.bingos[1] {
+            return Evidence::Identical;
+        }
+        if self.pair_points.contains(&n) { Evidence::Uniform } else { Evidence::Varied }
+    }
+
     /// The first bot's score rate: wins plus half the draws, over games.
     pub fn win_rate(&self) -> Option<f64> {
         (self.games > 0).then(|| (self.wins as f64 + 0.5 * self.draws as f64) / self.games as f64)
@@ -170,10 +185,17 @@ impl MatchTally {
     /// the normal interval with the pairs' observed variance, estimated with one pseudo-pair
     /// lost and one won added (as Agresti and Coull add pseudo-trials): all-alike pairs give a
     /// narrow interval, not none. Unpaired games get Wilson's interval over games.
+    ///
+    /// Degenerate data gets no normal interval: none at all when the bots played alike
+    /// ([`Evidence::Identical`]), and Wilson's over pairs however many there are when every
+    /// pair had the same result ([`Evidence::Uniform`]), whose spread nobody has observed.
     pub fn interval(&self) -> Option<(f64, f64)> {
         let n = self.pairs();
-        if n == 0 {
-            return Some(wilson(self.win_rate()?, self.games as f64, Z95));
+        match self.evidence() {
+            Evidence::Nothing | Evidence::Identical => return None,
+            _ if n == 0 => return Some(wilson(self.win_rate()?, self.games as f64, Z95)),
+            Evidence::Uniform => return Some(wilson(self.pair_moments().0, n as f64, Z95)),
+            Evidence::Varied => {}
         }
         let (mean, var) = self.pair_moments();
         if n < SMALL_PAIRS {
@@ -244,7 +266,11 @@ impl MatchTally {
     }
 
     /// The first bot's win rate and interval as every program prints it: `56.3% (95%: 54.1% – 58.4%)`.
+    /// Degenerate games say so instead (`bots are identical on these deals`).
     pub fn rate_text(&self) -> String {
+        if let Some(c) = self.evidence().caveat() {
+            return c.into();
+        }
         match (self.win_rate(), self.interval()) {
             (Some(p), Some((lo, hi))) => format!("{} (95%: {} – {})", pct(p), pct(lo), pct(hi)),
             _ => "–".into(),
@@ -287,6 +313,34 @@ impl MatchTally {
     }
 }
 
+/// What a tally can say about which of its bots is stronger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Evidence {
+    /// No games yet.
+    Nothing,
+    /// Every deal was split with the seats swapped and the bots scored the same in total: they
+    /// played alike (identical bots, or bots that never differ on these deals). Neither an
+    /// interval nor an SPRT means anything here.
+    Identical,
+    /// Every pair had the same result (all won, all split, all lost) but the bots did not play
+    /// alike: the pairs' spread is unobserved, so intervals and SPRTs assume the widest.
+    Uniform,
+    /// Pairs of different results (or unpaired games): the usual statistics.
+    Varied,
+}
+
+impl Evidence {
+    /// What the dashboards and the CLI say instead of a win rate, when they should.
+    pub fn caveat(self) -> Option<&'static str> {
+        match self {
+            Evidence::Nothing => Some("no information yet"),
+            Evidence::Identical => Some("bots are identical on these deals"),
+            Evidence::Uniform | Evidence::Varied => None,
+        }
+    }
+}
+
 /// A rate as a percentage with one decimal, as the dashboards and the CLI show it.
 pub fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
@@ -320,17 +374,26 @@ impl Sprt {
         ((self.beta / (1.0 - self.alpha)).ln(), ((1.0 - self.beta) / self.alpha).ln())
     }
 
+    /// The log-likelihood ratio of H1 to H0; none without pairs, or when the bots played alike.
+    /// Where every pair had the same result, the variance is the largest a pair score of the
+    /// hypotheses' mean could have, not the (zero) one observed.
     pub fn llr(&self, t: &MatchTally) -> Option<f64> {
         let n = t.pairs();
-        if n == 0 {
-            return None;
-        }
-        let (mean, var) = t.pair_moments();
+        let (mean, var) = match t.evidence() {
+            _ if n == 0 => return None,
+            Evidence::Nothing | Evidence::Identical => return None,
+            Evidence::Uniform => {
+                let (mean, _) = t.pair_moments();
+                let mid = 0.5 * (self.p0 + self.p1);
+                (mean, (mid * (1.0 - mid)).max(mean * (1.0 - mean)))
+            }
+            Evidence::Varied => t.pair_moments(),
+        };
         Some(n as f64 * (self.p1 - self.p0) * (2.0 * mean - self.p0 - self.p1) / (2.0 * var))
     }
 
     pub fn decide(&self, t: &MatchTally) -> SprtDecision {
-        let llr = self.llr(t).unwrap_or(0.0);
+        let Some(llr) = self.llr(t) else { return SprtDecision::Continue { llr: 0.0 } };
         if t.pairs() < SPRT_MIN_PAIRS {
             return SprtDecision::Continue { llr };
         }
@@ -366,8 +429,9 @@ mod tests {
         assert_eq!(liar.outlier_z(&tally([0, 0, 29, 0, 0])), None);
     }
 
+    /// Pairs of two bots that did not play alike (their score totals differ).
     fn tally(pair_points: [u64; 5]) -> MatchTally {
-        let mut t = MatchTally { pair_points, ..Default::default() };
+        let mut t = MatchTally { pair_points, score: [1, 0], ..Default::default() };
         for (i, &c) in pair_points.iter().enumerate() {
             // i half-points over two legs: i / 2 wins... spread as whole wins and draws.
             let (w, d) = (i as u64 / 2, i as u64 % 2);
@@ -405,7 +469,9 @@ mod tests {
         let b = tally([5, 0, 1, 0, 2]);
         let mut m = a;
         m.merge(&b);
-        assert_eq!(m, tally([6, 2, 4, 4, 7]));
+        let mut sum = tally([6, 2, 4, 4, 7]);
+        sum.score = [2, 0];
+        assert_eq!(m, sum);
         assert!(m.is_consistent());
         let mut bad = m;
         bad.wins += 1;
@@ -471,6 +537,45 @@ mod tests {
             .abs()
                 < 1e-9
         );
+    }
+
+    /// Two identical bots: every deal's two legs are the same game with the seats swapped.
+    fn identical(pairs: u64) -> MatchTally {
+        let mut t = tally([0, 0, pairs, 0, 0]);
+        t.score = [400 * pairs as i64; 2];
+        t.bingos = [pairs; 2];
+        t
+    }
+
+    #[test]
+    fn degenerate_tallies_get_no_normal_statistics() {
+        let s = Sprt { p0: 0.45, p1: 0.5, alpha: 0.05, beta: 0.05 };
+        assert_eq!(MatchTally::default().evidence(), Evidence::Nothing);
+        assert_eq!(MatchTally::default().interval(), None);
+        // Identical bots: no interval and no SPRT, however many pairs.
+        for pairs in [25, 500] {
+            let t = identical(pairs);
+            assert_eq!(t.evidence(), Evidence::Identical);
+            assert_eq!(t.evidence().caveat(), Some("bots are identical on these deals"));
+            assert_eq!((t.interval(), s.llr(&t)), (None, None));
+            assert!(matches!(s.decide(&t), SprtDecision::Continue { .. }));
+        }
+        // Split pairs of bots that did not play alike: Wilson over pairs, never a point.
+        let mut split = identical(400);
+        split.score[0] += 37;
+        assert_eq!(split.evidence(), Evidence::Uniform);
+        let (lo, hi) = split.interval().unwrap();
+        assert!(lo < 0.46 && hi > 0.54, "400 split pairs: [{lo}, {hi}], not 50.0% +- 0.0");
+        // Its LLR is finite and modest, not the thousands a near-zero variance would give.
+        let llr = s.llr(&split).unwrap();
+        assert!(llr > 0.0 && llr < 10.0, "{llr}");
+        // 40 won-both pairs is strong evidence, at a believable LLR (not the thousands a
+        // near-zero variance would give).
+        let won = tally([0, 0, 0, 0, 40]);
+        assert_eq!(won.evidence(), Evidence::Uniform);
+        let llr = s.llr(&won).unwrap();
+        assert!(llr > s.bounds().1 && llr < 100.0, "{llr}");
+        assert_eq!(tally([1, 0, 0, 0, 40]).evidence(), Evidence::Varied);
     }
 
     #[test]

@@ -183,6 +183,7 @@ fn table(e: &Value) -> String {
             .map(|m| m.iter().map(|(k, v)| format!("{k}={}", text(v))).collect())
             .unwrap_or_default();
         let rate = match (c["win_rate"].as_f64(), c["ci_low"].as_f64(), c["ci_high"].as_f64()) {
+            _ if c["caveat"].is_string() => text(&c["caveat"]),
             (Some(r), Some(lo), Some(hi)) => format!("{:.1}% [{:.1}, {:.1}]", 100.0 * r, 100.0 * lo, 100.0 * hi),
             (Some(r), _, _) => format!("{:.1}%", 100.0 * r),
             _ => "-".to_string(),

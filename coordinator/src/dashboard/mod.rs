@@ -6,20 +6,24 @@
 //! are computed geometry, which reads better as Rust next to its markup than split into
 //! template files.
 
+mod charts;
+mod plots;
+
 use crate::AppState;
 use crate::endgames::{self, Outcome, PositionView, SolveRow, TIME_BUCKETS};
 use crate::error::Result;
 use crate::experiments::{self, CellView, Detail};
 use axum::extract::{Path, State};
 use axum::response::Html;
+use charts::thousands;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
-use shared::experiment::{Axis, EndgameSpec, ExperimentKind, MatchSpec, PositionSource, WintableSpec};
+use shared::experiment::{EndgameSpec, ExperimentKind, MatchSpec, PositionSource, WintableSpec};
 use uuid::Uuid;
 
 /// Seconds between automatic reloads of a page.
 const REFRESH_SECS: u32 = 5;
 
-const STYLE: &str = include_str!("../../dashboards/style.css");
+const STYLE: &str = include_str!("../../../dashboards/style.css");
 
 fn page(title: &str, refresh: bool, body: Markup) -> Html<String> {
     let markup = html! {
@@ -48,11 +52,6 @@ fn pct(x: Option<f64>) -> String {
     x.map_or("–".into(), shared::stats::pct)
 }
 
-/// One decimal, for SVG coordinates.
-fn f1(x: f64) -> String {
-    format!("{x:.1}")
-}
-
 fn status(s: &str) -> Markup {
     html! { span class={ "status " (s) } { (s) } }
 }
@@ -61,7 +60,31 @@ fn progress(done: i64, target: i64) -> Markup {
     let f = if target > 0 { done as f64 / target as f64 } else { 0.0 };
     html! {
         div.bar title={ (done) " of " (target) } { div style={ "width:" (format!("{:.1}", 100.0 * f.min(1.0))) "%" } {} }
-        " " (done) " / " (target)
+        " " (thousands(done as f64)) " / " (thousands(target as f64))
+    }
+}
+
+/// A cell's progress; one that ended short of its target (an SPRT, a researcher) shows a full
+/// bar and says how far it got.
+fn cell_progress(c: &CellView) -> Markup {
+    let (done, target) = (c.games as i64, c.target_games);
+    if live(&c.status) || done >= target {
+        return progress(done, target);
+    }
+    html! { (progress(done, done)) br; small { "ended early; target " (thousands(target as f64)) } }
+}
+
+/// A rate in the unit that reads best: `12.5 games/s`, `40 games/min`, `3.0 games/hour`.
+fn rate(per_hour: f64, counted: &str) -> String {
+    let per_s = per_hour / 3600.0;
+    if per_hour <= 0.0 {
+        "–".into()
+    } else if per_s >= 1.0 {
+        format!("{} {counted}/s", if per_s >= 100.0 { thousands(per_s) } else { format!("{per_s:.1}") })
+    } else if per_s * 60.0 >= 1.0 {
+        format!("{:.1} {counted}/min", per_s * 60.0)
+    } else {
+        format!("{per_hour:.1} {counted}/hour")
     }
 }
 
@@ -80,7 +103,7 @@ pub async fn experiments(State(st): State<AppState>) -> Result<Html<String>> {
     let list = experiments::list(&st.db).await?;
     let body = html! {
         table #experiments {
-            tr { th { "experiment" } th { "kind" } th { "status" } th { "cells" } th { "done" } th { "per hour" } th { "submitted" } }
+            tr { th { "experiment" } th { "kind" } th { "status" } th { "cells" } th { "done" } th { "rate" } th { "submitted" } }
             @for e in &list {
                 tr.experiment data-id=(e.id) {
                     td { a href={ "/experiments/" (e.id) } { (e.name) } }
@@ -88,7 +111,7 @@ pub async fn experiments(State(st): State<AppState>) -> Result<Html<String>> {
                     td { (status(&e.status)) }
                     td { (e.cells) }
                     td { (progress(e.games, e.target_games)) " " (e.counted) }
-                    td { (format!("{:.0}", e.games_per_hour)) }
+                    td { (rate(e.games_per_hour, e.counted)) }
                     td { (ago(e.created_at)) }
                 }
             }
@@ -132,30 +155,47 @@ fn contributors(d: &Detail, counted: &str) -> Markup {
     }
 }
 
-/// A match experiment: win rates with intervals per cell, a heatmap for 2-D grids, progress.
+/// A match experiment: win rates with intervals per cell, convergence, the SPRT, win rate
+/// against time, a heatmap for 2-D grids, and the cells table.
 async fn match_page(st: &AppState, d: &Detail, spec: &MatchSpec) -> Result<Html<String>> {
     let id = d.summary.id;
-    let h = experiments::history(&st.db, id, d.cells.len()).await?;
+    let h = experiments::history(&st.db, id).await?;
     let s = &d.summary;
+    let labels: Vec<plots::Label> =
+        d.cells.iter().map(|c| plots::Label { short: short_label(d, c), full: cell_label(d, c) }).collect();
+    let axes_title = spec.axes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ");
+    let bot1 = &spec.bots[0];
     let body = html! {
         p.meta {
             span class={ "status " (s.status) } #status { (s.status) }
-            " " (s.kind) ": " b { (spec.bots[0]) } " vs " b { (spec.bots[1]) } ", " (spec.games_per_cell) " games per cell, seed " (d.spec.seed)
+            " " (s.kind) ": " b { (spec.bots[0]) } " vs " b { (spec.bots[1]) } ", " (thousands(spec.games_per_cell as f64)) " games per cell, seed " (d.spec.seed)
             @if let Some(p) = &spec.sprt { "; SPRT H0 p=" (p.p0) " vs H1 p=" (p.p1) " (alpha " (p.alpha) ", beta " (p.beta) ")" }
         }
         @if !d.spec.description.is_empty() { p { (d.spec.description) } }
-        p #progress { (progress(s.games, s.target_games)) " · " (format!("{:.0}", s.games_per_hour)) " games/hour · " (batch_counts(d)) }
-        h2 { "Win rate of the first bot, with 95% intervals" }
-        (winrate_plot(d))
-        @if let [rows, cols] = &spec.axes[..] {
-            h2 { "Heatmap" }
-            (heatmap(d, rows, cols))
-        }
+        p #progress { (progress(s.games, s.target_games)) " games · " (rate(s.games_per_hour, "games")) " · " (batch_counts(d)) }
+        h2 { "Win rate of " (bot1) ", with 95% intervals" }
+        (plots::winrate(&d.cells, &labels, if axes_title.is_empty() { "cell" } else { &axes_title }, bot1))
         @if !h.games.is_empty() {
             h2 { "Convergence: each cell's win rate as its games came in" }
-            (convergence_plot(d, &h))
+            (plots::convergence(&h, &labels, bot1))
+            @if let (Some(p), Some(bounds)) = (&spec.sprt, d.cells.first().and_then(|c| c.sprt_bounds)) {
+                h2 { "SPRT: each cell's log-likelihood ratio against its bounds" }
+                (plots::sprt(&h, &labels, bounds, p.p0, p.p1))
+            }
+        }
+        @if !spec.axes.is_empty() {
+            @if let Some(chart) = plots::pareto(&d.cells, &labels, bot1) {
+                h2 { "Win rate against time per move" }
+                (chart)
+            }
+        }
+        @if let [rows, cols] = &spec.axes[..] {
+            h2 { "Heatmap" }
+            (plots::heatmap(&d.cells, &labels, rows, cols))
+        }
+        @if !h.games.is_empty() {
             h2 { "Throughput" }
-            (throughput_plot(&h))
+            (plots::throughput(&h, "games"))
         }
         h2 { "Cells" }
         table #cells {
@@ -163,22 +203,30 @@ async fn match_page(st: &AppState, d: &Detail, spec: &MatchSpec) -> Result<Html<
                 th { "#" } th { "parameters" } th { "status" } th { "games" } th { "W-D-L" } th { "win rate" } th { "95% interval" }
                 th { "mean score" br; small { "bot1 / bot2" } } th { "bingos/game" br; small { "bot1 / bot2" } }
                 th { "points/turn" br; small { "bot1 / bot2" } } th { "ms/move" br; small { "bot1 / bot2" } }
-                th { "first player wins" } th { "why it stopped" }
+                th { "first player wins" }
+                @if spec.sprt.is_some() { th { "SPRT LLR" br; small { "[lower, upper bound]" } } }
+                th { "why it stopped" }
             }
             @for c in &d.cells {
-                tr.cell data-index=(c.index) {
+                tr.cell data-index=(c.index) data-evidence=(format!("{:?}", c.evidence).to_lowercase()) {
                     td { (c.index) }
                     td { (cell_label(d, c)) }
                     td { (status(&c.status)) }
-                    td { (progress(c.games as i64, c.target_games)) }
+                    td { (cell_progress(c)) }
                     td { (c.wins) "-" (c.draws) "-" (c.losses) }
-                    td.winrate { (pct(c.win_rate)) }
-                    td { (pct(c.ci_low)) " – " (pct(c.ci_high)) }
+                    @match c.caveat {
+                        Some(caveat) => { td.winrate.caveat colspan="2" { (caveat) } }
+                        None => {
+                            td.winrate { (pct(c.win_rate)) }
+                            td { (pct(c.ci_low)) " – " (pct(c.ci_high)) }
+                        }
+                    }
                     td { (format!("{:.1} / {:.1}", c.mean_score[0], c.mean_score[1])) }
                     td { (format!("{:.2} / {:.2}", c.mean_bingos[0], c.mean_bingos[1])) }
                     td { (format!("{:.1} / {:.1}", c.points_per_turn[0], c.points_per_turn[1])) }
                     td.ms { (format!("{:.1} / {:.1}", c.ms_per_move[0], c.ms_per_move[1])) }
                     td { (pct(c.first_player_rate)) }
+                    @if let Some(bounds) = c.sprt_bounds { td.llr { (plots::llr_bar(c.sprt_llr, bounds)) } }
                     td.reason { (c.stop_reason.as_deref().unwrap_or("")) }
                 }
             }
@@ -197,6 +245,9 @@ async fn match_page(st: &AppState, d: &Detail, spec: &MatchSpec) -> Result<Html<
             "JSON: " a href={ "/api/v1/experiments/" (id) } { "/api/v1/experiments/" (id) } ", "
             a href={ "/api/v1/experiments/" (id) "/history" } { "history" } ", "
             a href={ "/api/v1/experiments/" (id) "/batches" } { "batches" }
+            " · CSV: " a href={ "/api/v1/experiments/" (id) "/cells.csv" } { "cells" } ", "
+            a href={ "/api/v1/experiments/" (id) "/batches.csv" } { "batches" } ", "
+            a href={ "/api/v1/experiments/" (id) "/contributors.csv" } { "contributors" }
         }
     };
     Ok(page(&s.name, live(&s.status), body))
@@ -220,8 +271,7 @@ fn endgame_page(d: &Detail, e: &EndgameSpec, rows: &[SolveRow]) -> Html<String> 
     let disputed: Vec<&PositionView> = positions.iter().filter(|p| !p.disagreed.is_empty()).collect();
     let agreed = positions.iter().filter(|p| p.agreed.is_some()).count();
     let hist = endgames::time_histogram(rows);
-    let top = hist.iter().copied().max().unwrap_or(0).max(1) as f64;
-    let (w, h, bar) = (520.0, 160.0, 520.0 / TIME_BUCKETS.len() as f64);
+    let bucket_labels: Vec<&str> = TIME_BUCKETS.iter().map(|b| b.1).collect();
     let body = html! {
         p.meta {
             span class={ "status " (s.status) } #status { (s.status) }
@@ -237,15 +287,7 @@ fn endgame_page(d: &Detail, e: &EndgameSpec, rows: &[SolveRow]) -> Html<String> 
             " · " (first_solves.filter(|r| r.exact && !r.skipped).count()) " exact"
         }
         h2 { "Time to solve (first solves)" }
-        svg #times viewBox={ "0 0 " (w) " " (h + 20.0) } width=(w) height=(h + 20.0) {
-            @for (i, (&n, (_, label))) in hist.iter().zip(TIME_BUCKETS.iter()).enumerate() {
-                @let bh = (h - 20.0) * n as f64 / top;
-                @let x = i as f64 * bar;
-                rect.bucket data-count=(n) x=(f1(x + 6.0)) y=(f1(h - bh)) width=(f1(bar - 12.0)) height=(f1(bh)) { title { (label) ": " (n) } }
-                text x=(f1(x + bar / 2.0)) y=(f1(h - bh - 4.0)) text-anchor="middle" { (n) }
-                text x=(f1(x + bar / 2.0)) y=(f1(h + 14.0)) text-anchor="middle" { (label) }
-            }
-        }
+        (plots::solve_times(&hist, &bucket_labels))
         @if !disputed.is_empty() {
             h2 { "Disagreements" }
             table #disputes {
@@ -275,6 +317,8 @@ fn endgame_page(d: &Detail, e: &EndgameSpec, rows: &[SolveRow]) -> Html<String> 
         p.meta {
             "JSON: " a href={ "/api/v1/experiments/" (s.id) } { "/api/v1/experiments/" (s.id) } ", "
             a href={ "/api/v1/experiments/" (s.id) "/endgames" } { "endgames" }
+            " · CSV: " a href={ "/api/v1/experiments/" (s.id) "/endgames.csv" } { "solutions" } ", "
+            a href={ "/api/v1/experiments/" (s.id) "/contributors.csv" } { "contributors" }
         }
     };
     page(&s.name, live(&s.status), body)
@@ -332,7 +376,7 @@ fn position_row(p: &PositionView) -> Markup {
 /// P(win) against spread for a few counts of unseen tiles, with a link to the artifact.
 async fn wintable_page(st: &AppState, d: &Detail, w: &WintableSpec) -> Result<Html<String>> {
     let s = &d.summary;
-    let h = experiments::history(&st.db, s.id, d.cells.len()).await?;
+    let h = experiments::history(&st.db, s.id).await?;
     let table = match &d.output_sha256 {
         Some(sha) => {
             let (bytes,): (Vec<u8>,) =
@@ -348,10 +392,10 @@ async fn wintable_page(st: &AppState, d: &Detail, w: &WintableSpec) -> Result<Ht
             span class={ "status " (s.status) } #status { (s.status) }
             " wintable: " (w.games) " static-vs-static games, seed " (d.spec.seed) ", every position counted by tiles unseen and spread"
         }
-        p #progress { (progress(s.games, s.target_games)) " · " (format!("{:.0}", s.games_per_hour)) " games/hour" }
+        p #progress { (progress(s.games, s.target_games)) " games · " (rate(s.games_per_hour, "games")) }
         @if !h.games.is_empty() {
             h2 { "Throughput" }
-            (throughput_plot(&h))
+            (plots::throughput(&h, "games"))
         }
         @if let Some((sha, table)) = &table {
             h2 { "The fitted table" }
@@ -359,39 +403,10 @@ async fn wintable_page(st: &AppState, d: &Detail, w: &WintableSpec) -> Result<Ht
                 "Artifact " a #table href={ "/api/v1/artifacts/" (sha) } { (sha) } " (role " code { "winpct" } "; pin it in an experiment's "
                 code { "[artifacts]" } ", or make it the default with " code { "coordinator artifact --role winpct --default" } ")."
             }
-            (wintable_plot(table))
+            (plots::wintable(table))
         }
     };
     Ok(page(&s.name, live(&s.status), body))
-}
-
-/// P(win) for the player to move against spread, one line per count of unseen tiles.
-fn wintable_plot(t: &engine::winpct::WinTable) -> Markup {
-    let (w, ht, left, bottom) = (760.0, 300.0, 50.0, 30.0);
-    let sm = t.spread_max() as f64;
-    let x = |spread: f64| left + (spread + sm) / (2.0 * sm) * (w - left - 110.0);
-    let y = |p: f64| 10.0 + (1.0 - p) * (ht - bottom - 10.0);
-    let rows: Vec<usize> = [t.unseen_max(), 50, 20, 7].into_iter().filter(|&u| u <= t.unseen_max()).collect();
-    html! {
-        svg #wintable.plot viewBox={ "0 0 " (w) " " (ht) } width=(w) height=(ht) role="img" aria-label="P(win) against spread" {
-            @for p in [0.0, 0.25, 0.5, 0.75, 1.0] {
-                line.grid x1=(left) x2=(f1(x(sm))) y1=(f1(y(p))) y2=(f1(y(p))) {}
-                text.tick x="4" y=(f1(y(p) + 4.0)) { (format!("{:.0}%", 100.0 * p)) }
-            }
-            @for spread in [-sm, -sm / 2.0, 0.0, sm / 2.0, sm] {
-                text.tick x=(f1(x(spread))) y=(f1(ht - 8.0)) text-anchor="middle" { (format!("{spread:+.0}")) }
-            }
-            @for (i, unseen) in rows.iter().enumerate() {
-                @let points: Vec<String> = (-t.spread_max()..=t.spread_max())
-                    .step_by(5)
-                    .map(|sp| format!("{:.1},{:.1}", x(sp as f64), y(t.win_prob(sp, *unseen))))
-                    .collect();
-                @let colour = ["#888", "#3b7dd8", "#d8893b", "#c0392b"][i % 4];
-                polyline.series data-unseen=(unseen) fill="none" stroke=(colour) stroke-width="2" points=(points.join(" ")) {}
-                text.tick x=(f1(w - 100.0)) y=(f1(20.0 + 16.0 * i as f64)) fill=(colour) { (unseen) " unseen" }
-            }
-        }
-    }
 }
 
 /// A value as a label: strings bare, numbers as JSON writes them.
@@ -423,189 +438,20 @@ fn short_label(d: &Detail, c: &CellView) -> String {
     if l.len() > 18 { format!("#{}", c.index) } else { l }
 }
 
-/// A win-rate axis for a plot: the data's range rounded out to 5% steps (at least 45-55%),
-/// gridlines every 5% with labels, and the dashed 50% line. The plot area starts 10 px down.
-struct RateAxis {
-    lo: f64,
-    hi: f64,
-    height: f64,
-}
-
-impl RateAxis {
-    fn new(values: impl Iterator<Item = f64>, height: f64) -> Self {
-        let (lo, hi) = values.fold((0.45f64, 0.55f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-        let lo = (((lo - 0.02) * 20.0).floor() / 20.0).max(0.0);
-        let hi = (((hi + 0.02) * 20.0).ceil() / 20.0).min(1.0);
-        Self { lo, hi, height }
-    }
-
-    /// Pixel row of a rate (clamped to the axis).
-    fn y(&self, p: f64) -> f64 {
-        10.0 + self.height * (1.0 - (p.clamp(self.lo, self.hi) - self.lo) / (self.hi - self.lo))
-    }
-
-    fn ticks(&self) -> impl Iterator<Item = f64> + '_ {
-        (0..).map(|i| self.lo + 0.05 * i as f64).take_while(|t| *t <= self.hi + 1e-9)
-    }
-
-    fn draw(&self, left: f64, right: f64) -> Markup {
-        html! {
-            @for t in self.ticks() {
-                line.grid x1=(left) x2=(right) y1=(f1(self.y(t))) y2=(f1(self.y(t))) {}
-                text.tick x=(left - 4.0) y=(f1(self.y(t) + 4.0)) text-anchor="end" { (format!("{:.0}%", 100.0 * t)) }
-            }
-            line.even x1=(left) x2=(right) y1=(f1(self.y(0.5))) y2=(f1(self.y(0.5))) {}
-        }
-    }
-}
-
-/// Points with 95% error bars, one per cell, and the 50% line.
-fn winrate_plot(d: &Detail) -> Markup {
-    let n = d.cells.len().max(1);
-    let (w, h, left, bottom) = ((120 + 56 * n).clamp(360, 1200) as f64, 280.0, 90.0, 70.0);
-    let axis = RateAxis::new(d.cells.iter().flat_map(|c| [c.ci_low, c.ci_high]).flatten(), h - bottom - 10.0);
-    let step = (w - left - 10.0) / n as f64;
-    let x = |i: usize| left + step * (i as f64 + 0.5);
-    let axes = d.spec.kind.axes();
-    html! {
-        svg #winrate.plot viewBox={ "0 0 " (w) " " (h) } width=(w) height=(h) role="img" aria-label="win rate per cell" {
-            (axis.draw(left, w - 10.0))
-            @for (i, c) in d.cells.iter().enumerate() {
-                @let (xi, ly) = (f1(x(i)), f1(h - bottom + 14.0));
-                text.tick x=(xi) y=(ly) text-anchor="end" transform={ "rotate(-35 " (xi) " " (ly) ")" } { (short_label(d, c)) }
-                @if let (Some(p), Some(a), Some(b)) = (c.win_rate, c.ci_low, c.ci_high) {
-                    g.cell data-index=(c.index) {
-                        title { (cell_label(d, c)) ": " (pct(Some(p))) " (" (pct(Some(a))) " – " (pct(Some(b))) "), " (c.games) " games" }
-                        line.ci x1=(xi) x2=(xi) y1=(f1(axis.y(a))) y2=(f1(axis.y(b))) {}
-                        circle cx=(xi) cy=(f1(axis.y(p))) r="4" {}
-                    }
-                }
-            }
-            @if !axes.is_empty() {
-                text.axis x=(w - 10.0) y=(h - 4.0) text-anchor="end" {
-                    (axes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", "))
-                }
-            }
-        }
-    }
-}
-
-/// Line colours for cells, cycling.
-const PALETTE: [&str; 10] =
-    ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
-
-/// One line per cell: cumulative win rate against games played. The first tenth of each
-/// cell's games (a handful of deals) is left out of the y-range, where it would swamp the rest.
-fn convergence_plot(d: &Detail, h: &experiments::History) -> Markup {
-    let (w, ht, left, bottom) = (760.0, 280.0, 60.0, 36.0);
-    let max_games = h.convergence.iter().flatten().map(|p| p.0).max().unwrap_or(1).max(1) as f64;
-    let settled = h.convergence.iter().flatten().filter(|p| p.0 as f64 >= max_games / 10.0).map(|p| p.1);
-    let axis = RateAxis::new(settled, ht - bottom - 10.0);
-    let x = |g: f64| left + (w - left - 10.0) * g / max_games;
-    html! {
-        svg #convergence.plot viewBox={ "0 0 " (w) " " (ht) } width=(w) height=(ht) role="img" aria-label="win rate as games came in" {
-            (axis.draw(left, w - 10.0))
-            text.tick x=(left) y=(ht - bottom + 14.0) { "0" }
-            text.tick x=(w - 10.0) y=(ht - bottom + 14.0) text-anchor="end" { (max_games) " games" }
-            @for (i, points) in h.convergence.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
-                @let path: Vec<String> = std::iter::once((0u64, points[0].1))
-                    .chain(points.iter().copied())
-                    .map(|(g, p)| format!("{:.1},{:.1}", x(g as f64), axis.y(p)))
-                    .collect();
-                polyline.series data-index=(i) fill="none" stroke=(PALETTE[i % PALETTE.len()]) stroke-width="1.5" points=(path.join(" ")) {
-                    title { (d.cells.get(i).map_or(String::new(), |c| cell_label(d, c))) }
-                }
-            }
-        }
-    }
-}
-
-/// Games recorded per minute, in equal time buckets over the experiment's run so far.
-fn throughput_plot(h: &experiments::History) -> Markup {
-    let (w, ht, left, bottom) = (760.0, 160.0, 70.0, 24.0);
-    let per_min: Vec<f64> = h.games.iter().map(|&g| g as f64 * 60.0 / h.bucket_secs as f64).collect();
-    let top = per_min.iter().copied().fold(1.0, f64::max);
-    let bw = (w - left - 10.0) / per_min.len() as f64;
-    let span = h.bucket_secs * h.games.len() as i64;
-    html! {
-        svg #throughput.plot viewBox={ "0 0 " (w) " " (ht) } width=(w) height=(ht) role="img" aria-label="games per minute" {
-            text.tick x="4" y="14" { (format!("{top:.0}")) }
-            text.tick x="4" y="28" { "games" }
-            text.tick x="4" y="42" { "a minute" }
-            @for (i, v) in per_min.iter().enumerate() {
-                @let bh = (ht - bottom - 10.0) * v / top;
-                rect.bucket x=(f1(left + bw * i as f64)) y=(f1(ht - bottom - bh)) width=(f1((bw - 1.0).max(1.0))) height=(f1(bh)) fill="#3b7dd8" {
-                    title { (format!("{v:.0}")) " games/min" }
-                }
-            }
-            text.tick x=(left) y=(ht - 6.0) { (h.start.map_or(String::new(), |t| t.format("%H:%M:%S UTC").to_string())) }
-            text.tick x=(w - 10.0) y=(ht - 6.0) text-anchor="end" { "+" (span) " s (" (h.bucket_secs) " s buckets)" }
-        }
-    }
-}
-
-/// Colour for a win rate: red below 50%, blue above, white at 50%, saturating at +-15 points.
-fn colour(p: f64) -> String {
-    let t = ((p - 0.5) / 0.15).clamp(-1.0, 1.0);
-    let (r, g, b) = if t >= 0.0 {
-        (255.0 * (1.0 - t) + 33.0 * t, 255.0 * (1.0 - t) + 102.0 * t, 255.0 * (1.0 - t) + 172.0 * t)
-    } else {
-        let t = -t;
-        (255.0 * (1.0 - t) + 178.0 * t, 255.0 * (1.0 - t) + 24.0 * t, 255.0 * (1.0 - t) + 43.0 * t)
-    };
-    format!("rgb({:.0},{:.0},{:.0})", r, g, b)
-}
-
-/// First axis down, second across (cells are row-major in axis order).
-fn heatmap(d: &Detail, rows: &Axis, cols: &Axis) -> Markup {
-    let (cw, ch, left, top) = (110.0, 52.0, 110.0, 40.0);
-    let (w, h) = (left + cw * cols.values.len() as f64 + 10.0, top + ch * rows.values.len() as f64 + 10.0);
-    html! {
-        svg #heatmap.plot viewBox={ "0 0 " (w) " " (h) } width=(w) height=(h) role="img" aria-label="win rate heatmap" {
-            text.axis x=(left) y="14" { (cols.name) " →" }
-            text.axis x="4" y=(top - 6.0) { (rows.name) " ↓" }
-            @for (j, c) in cols.values.iter().enumerate() {
-                text.tick x=(f1(left + cw * (j as f64 + 0.5))) y=(top - 6.0) text-anchor="middle" { (value_text(c)) }
-            }
-            @for (i, r) in rows.values.iter().enumerate() {
-                text.tick x=(left - 6.0) y=(f1(top + ch * (i as f64 + 0.5) + 4.0)) text-anchor="end" { (value_text(r)) }
-                @for j in 0..cols.values.len() {
-                    @if let Some(c) = d.cells.get(i * cols.values.len() + j) {
-                        @let (x, y) = (left + cw * j as f64, top + ch * i as f64);
-                        @let tx = f1(x + cw / 2.0);
-                        g.hcell data-index=(c.index) {
-                            title {
-                                (cell_label(d, c)) ": " (pct(c.win_rate)) " (" (pct(c.ci_low)) " – " (pct(c.ci_high)) ") over "
-                                (c.games) " games, " (format!("{:.1}", c.ms_per_move[0])) " ms a move"
-                            }
-                            rect x=(x) y=(y) width=(cw) height=(ch) fill=(c.win_rate.map_or("#eee".into(), colour)) {}
-                            text x=(tx) y=(f1(y + ch / 2.0 - 2.0)) text-anchor="middle" {
-                                (pct(c.win_rate))
-                                @if let (Some(lo), Some(hi)) = (c.ci_low, c.ci_high) { (format!(" ±{:.1}", 50.0 * (hi - lo))) }
-                            }
-                            text.tick x=(tx) y=(f1(y + ch / 2.0 + 14.0)) text-anchor="middle" { (format!("{:.1}", c.ms_per_move[0])) " ms/move" }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// `/workers`: every volunteer, when it was last seen, what it contributed.
 pub async fn workers(State(st): State<AppState>) -> Result<Html<String>> {
     let list = crate::workers::list(&st.db).await?;
     let body = html! {
         table #workers {
             tr {
-                th { "name" } th { "owner" } th { "threads" } th { "last seen" } th { "games or positions" } th { "batches" } th { "games/s" }
+                th { "name" } th { "owner" } th { "threads" } th { "last seen" } th { "games" } th { "positions" } th { "batches" } th { "games/s" }
                 th title="batches whose result another owner's replica matched" { "validated" }
                 th title="replicas that disagreed with this worker" { "mismatches" }
                 th { "refused uploads" } th { "standing" } th { "working on" }
             }
             @for w in &list {
                 tr.worker data-quarantined=(w.quarantine_reason.is_some()) {
-                    td { (w.name) } td { (w.owner) } td { (w.threads) } td { (ago(w.last_seen)) } td.games { (w.games) } td { (w.batches) }
+                    td { (w.name) } td { (w.owner) } td { (w.threads) } td { (ago(w.last_seen)) } td.games { (w.games) } td.positions { (w.positions) } td { (w.batches) }
                     td { (w.games_per_sec.map_or("–".into(), |g| format!("{g:.1}"))) }
                     td.validated { (w.validated) } td.mismatches { (w.mismatches) }
                     td.rejected { (w.rejected) }

@@ -1,0 +1,372 @@
+//! The experiment pages' plots, each from the same views as the JSON API: win rate per cell,
+//! convergence with its 95% band, the SPRT's LLR against its bounds, win rate against time per
+//! move with its Pareto front, the heatmap of a 2-D grid, throughput, endgame solve times and a
+//! fitted win table.
+
+use super::charts::{
+    Axes, Frame, PALETTE, Scale, W, diverging, f1, ink, legend, padded, pareto_front, pct0, plain, rgb, thousands,
+};
+use crate::experiments::{CellView, History};
+use maud::{Markup, html};
+use shared::experiment::Axis;
+use shared::stats::Evidence;
+
+/// How a cell is named on a plot: `short` where room is tight, `full` in tooltips and legends.
+pub struct Label {
+    pub short: String,
+    pub full: String,
+}
+
+/// Where a cell surely lies from 50%: its interval's end nearest 50%, or 50% when the interval
+/// holds it. Colours follow this, so a wide interval never looks like a strong result.
+fn surely(c: &CellView) -> Option<f64> {
+    let (lo, hi) = (c.ci_low?, c.ci_high?);
+    Some(if lo > 0.5 {
+        lo
+    } else if hi < 0.5 {
+        hi
+    } else {
+        0.5
+    })
+}
+
+/// Whether a cell's 95% interval leaves out 50%.
+fn decided(c: &CellView) -> bool {
+    surely(c).is_some_and(|s| s != 0.5)
+}
+
+/// A win-rate scale that fits `values` in 5% steps, at least 45% to 55%.
+fn rate_scale(values: impl Iterator<Item = f64>) -> impl Fn(f64, f64) -> Scale {
+    let (lo, hi) = values.fold((0.45f64, 0.55f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = padded(lo - 0.005, hi + 0.005, 0.05, 0.0, 1.0);
+    move |from, to| Scale::linear(lo, hi, from, to)
+}
+
+fn even_line(f: &Frame) -> Markup {
+    let y = f1(f.y.px(0.5));
+    html! { line.even x1=(f.left) x2=(f.right) y1=(y) y2=(y) {} }
+}
+
+/// Points with 95% error bars, one per cell; filled where the interval leaves out 50%.
+pub fn winrate(cells: &[CellView], labels: &[Label], x_title: &str, bot1: &str) -> Markup {
+    let n = cells.len().max(1);
+    let y = rate_scale(cells.iter().flat_map(|c| [c.ci_low, c.ci_high]).flatten());
+    let f = Frame::with_room(440.0, 110.0, |a, b| Scale::linear(-0.5, n as f64 - 0.5, a, b), y);
+    let y_title = format!("win rate of {bot1}");
+    let axes = Axes { x_ticks: false, ..Axes::new(x_title, &y_title, &plain, &pct0) };
+    let marks = html! {
+        (even_line(&f))
+        @for (i, c) in cells.iter().enumerate() {
+            @let x = f.x.px(i as f64);
+            @let (xi, ly) = (f1(x), f1(f.bottom + 14.0));
+            text.tick x=(xi) y=(ly) text-anchor="end" transform={ "rotate(-35 " (xi) " " (ly) ")" } { (labels[i].short) }
+            @match (c.win_rate, c.ci_low, c.ci_high) {
+                (Some(p), Some(a), Some(b)) => {
+                    g.cell data-index=(c.index) data-decided=(decided(c)) {
+                        title { (labels[i].full) ": " (pct1(p)) " (95%: " (pct1(a)) " – " (pct1(b)) "), " (thousands(c.games as f64)) " games" }
+                        line.ci x1=(xi) x2=(xi) y1=(f1(f.y.px(a))) y2=(f1(f.y.px(b))) {}
+                        line.ci x1=(f1(x - 5.0)) x2=(f1(x + 5.0)) y1=(f1(f.y.px(a))) y2=(f1(f.y.px(a))) {}
+                        line.ci x1=(f1(x - 5.0)) x2=(f1(x + 5.0)) y1=(f1(f.y.px(b))) y2=(f1(f.y.px(b))) {}
+                        circle class=(if decided(c) { "point sig" } else { "point" }) cx=(xi) cy=(f1(f.y.px(p))) r="5" {}
+                    }
+                }
+                _ => {
+                    @if let Some(caveat) = c.caveat {
+                        g.cell.caveat data-index=(c.index) {
+                            title { (labels[i].full) ": " (caveat) }
+                            text.caveat x=(xi) y=(f1(f.y.px(0.5) - 8.0)) text-anchor="middle" {
+                                @if c.evidence == Evidence::Identical { "=" } @else { "?" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    html! {
+        (f.svg("winrate", "win rate per cell with 95% intervals", &axes, marks))
+        ul.legend {
+            li { span.mark.sig {} "95% interval leaves out 50%" }
+            li { span.mark {} "interval holds 50%" }
+            li { b { "=" } " bots identical on these deals (no interval)" }
+            li { b { "?" } " no information yet" }
+        }
+    }
+}
+
+/// Each cell's win rate as its batches came in, with the 95% band around it.
+pub fn convergence(h: &History, labels: &[Label], bot1: &str) -> Markup {
+    let max_games = h.convergence.iter().flatten().map(|s| s.games).max().unwrap_or(1).max(1) as f64;
+    let y = rate_scale(h.convergence.iter().flatten().map(|s| s.win_rate));
+    let f = Frame::new(440.0, |a, b| Scale::linear(0.0, max_games, a, b), y);
+    let y_title = format!("win rate of {bot1}");
+    let axes = Axes::new("games played in the cell", &y_title, &thousands, &pct0);
+    let marks = html! {
+        defs { (f.clip("convergence-clip")) }
+        (even_line(&f))
+        @for (i, steps) in h.convergence.iter().enumerate().filter(|(_, s)| !s.is_empty()) {
+            @let colour = PALETTE[i % PALETTE.len()];
+            @let banded: Vec<_> = steps.iter().filter_map(|s| Some((s.games, s.ci_low?, s.ci_high?))).collect();
+            @if banded.len() > 1 {
+                @let pts: Vec<String> = banded.iter().map(|&(g, _, hi)| (g, hi)).chain(banded.iter().rev().map(|&(g, lo, _)| (g, lo)))
+                    .map(|(g, v)| format!("{},{}", f1(f.x.px(g as f64)), f1(f.y.px(v)))).collect();
+                polygon.band data-index=(i) clip-path="url(#convergence-clip)" fill=(colour) points=(pts.join(" ")) {}
+            }
+            @let pts: Vec<String> = steps.iter().map(|s| format!("{},{}", f1(f.x.px(s.games as f64)), f1(f.y.px(s.win_rate)))).collect();
+            polyline.series data-index=(i) fill="none" stroke=(colour) stroke-width="2" points=(pts.join(" ")) {
+                title { (labels.get(i).map_or("", |l| l.full.as_str())) }
+            }
+            @if let Some(last) = steps.last() {
+                circle.end cx=(f1(f.x.px(last.games as f64))) cy=(f1(f.y.px(last.win_rate))) r="3.5" fill=(colour) {}
+            }
+        }
+    };
+    let items: Vec<(String, &str)> =
+        labels.iter().enumerate().map(|(i, l)| (l.full.clone(), PALETTE[i % PALETTE.len()])).collect();
+    html! {
+        (f.svg("convergence", "win rate as games came in, with 95% bands", &axes, marks))
+        @if labels.len() > 1 { (legend("convergence-legend", &items)) }
+    }
+}
+
+/// The SPRT's log-likelihood ratio of each cell as its games came in, between the bounds that
+/// stop it (fishtest's view).
+pub fn sprt(h: &History, labels: &[Label], bounds: (f64, f64), p0: f64, p1: f64) -> Markup {
+    let max_games = h.convergence.iter().flatten().map(|s| s.games).max().unwrap_or(1).max(1) as f64;
+    let llrs = h.convergence.iter().flatten().filter_map(|s| s.llr);
+    let (lo, hi) = llrs.fold(bounds, |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = padded(lo - 0.3, hi + 0.3, 0.5, f64::MIN, f64::MAX);
+    let f = Frame::new(380.0, |a, b| Scale::linear(0.0, max_games, a, b), |a, b| Scale::linear(lo, hi, a, b));
+    let axes = Axes::new("games played in the cell", "log-likelihood ratio (LLR)", &thousands, &plain);
+    let bound = |v: f64, class: &str, text: String| {
+        let y = f1(f.y.px(v));
+        html! {
+            line class=(class) x1=(f.left) x2=(f.right) y1=(y) y2=(y) {}
+            text class={ "bound-label " (class) } x=(f1(f.right - 6.0)) y=(f1(f.y.px(v) - 6.0)) text-anchor="end" { (text) }
+        }
+    };
+    let marks = html! {
+        (bound(bounds.1, "upper", format!("{:.2}: accept H1 (win rate ≥ {p1})", bounds.1)))
+        (bound(bounds.0, "lower", format!("{:.2}: accept H0 (win rate ≤ {p0})", bounds.0)))
+        @for (i, steps) in h.convergence.iter().enumerate() {
+            @let pts: Vec<String> = steps.iter().filter_map(|s| Some(format!("{},{}", f1(f.x.px(s.games as f64)), f1(f.y.px(s.llr?))))).collect();
+            @if !pts.is_empty() {
+                polyline.llr data-index=(i) fill="none" stroke=(PALETTE[i % PALETTE.len()]) stroke-width="2" points=(pts.join(" ")) {
+                    title { (labels.get(i).map_or("", |l| l.full.as_str())) }
+                }
+            }
+        }
+    };
+    let items: Vec<(String, &str)> =
+        labels.iter().enumerate().map(|(i, l)| (l.full.clone(), PALETTE[i % PALETTE.len()])).collect();
+    html! {
+        (f.svg("sprt", "SPRT log-likelihood ratio against its bounds", &axes, marks))
+        @if labels.len() > 1 { (legend("sprt-legend", &items)) }
+    }
+}
+
+/// A cell's LLR between its bounds, as a bar for the cells table.
+pub fn llr_bar(llr: Option<f64>, (lo, hi): (f64, f64)) -> Markup {
+    match llr {
+        None => html! { "–" },
+        Some(v) => {
+            let at = ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
+            html! {
+                span.llrbar title={ "LLR " (format!("{v:.2}")) " between " (format!("{lo:.2}")) " and " (format!("{hi:.2}")) } {
+                    span.llrmark style={ "left:" (format!("{:.1}", 100.0 * at)) "%" } {}
+                }
+                " " (format!("{v:.2}")) " " small { "[" (format!("{lo:.2}, {hi:.2}")) "]" }
+            }
+        }
+    }
+}
+
+/// Win rate against the first bot's time per move, every cell with an interval, and the
+/// Pareto front: the cells no other cell beats while taking less time.
+pub fn pareto(cells: &[CellView], labels: &[Label], bot1: &str) -> Option<Markup> {
+    let pts: Vec<(usize, f64, f64, f64, f64)> = cells
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| Some((i, c.ms_per_move[0], c.win_rate?, c.ci_low?, c.ci_high?)))
+        .filter(|p| p.1 > 0.0)
+        .collect();
+    if pts.len() < 2 {
+        return None;
+    }
+    let (tmin, tmax) = pts.iter().fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let log = tmax / tmin > 8.0;
+    let x = move |a, b| {
+        if log { Scale::log(tmin / 1.5, tmax * 1.5, a, b) } else { Scale::linear(0.0, tmax * 1.1, a, b) }
+    };
+    let f = Frame::new(440.0, x, rate_scale(pts.iter().flat_map(|p| [p.3, p.4])));
+    let x_title = format!("milliseconds per move of {bot1}{}", if log { " (log scale)" } else { "" });
+    let y_title = format!("win rate of {bot1}");
+    let axes = Axes::new(&x_title, &y_title, &plain, &pct0);
+    let front: Vec<usize> = pareto_front(&pts.iter().map(|p| (p.1, p.2)).collect::<Vec<_>>());
+    let line: Vec<String> =
+        front.iter().map(|&k| format!("{},{}", f1(f.x.px(pts[k].1)), f1(f.y.px(pts[k].2)))).collect();
+    let marks = html! {
+        (even_line(&f))
+        polyline.front fill="none" points=(line.join(" ")) {}
+        @for (k, &(i, ms, p, lo, hi)) in pts.iter().enumerate() {
+            @let (x, on_front) = (f.x.px(ms), front.contains(&k));
+            g.tradeoff data-index=(cells[i].index) data-front=(on_front) {
+                title { (labels[i].full) ": " (pct1(p)) " (95%: " (pct1(lo)) " – " (pct1(hi)) ") at " (format!("{ms:.1}")) " ms a move" }
+                line.ci x1=(f1(x)) x2=(f1(x)) y1=(f1(f.y.px(lo))) y2=(f1(f.y.px(hi))) {}
+                circle class=(if on_front { "point sig" } else { "point" }) cx=(f1(x)) cy=(f1(f.y.px(p))) r="5" {}
+                text.tick x=(f1(x + 8.0)) y=(f1(f.y.px(p) - 6.0)) { (labels[i].short) }
+            }
+        }
+    };
+    Some(html! {
+        (f.svg("pareto", "win rate against time per move", &axes, marks))
+        ul.legend {
+            li { span.mark.sig {} "on the Pareto front: no other cell is both faster and stronger" }
+            li { span.mark {} "dominated" }
+            li { "bars: 95% intervals" }
+        }
+    })
+}
+
+/// A 2-D grid: first axis down, second across (cells are row-major in axis order). Colour is
+/// where the cell surely lies (its interval's end nearest 50%); cells whose interval leaves out
+/// 50% are outlined and starred.
+pub fn heatmap(cells: &[CellView], labels: &[Label], rows: &Axis, cols: &Axis) -> Markup {
+    let (left, top, scale_w) = (150.0, 48.0, 130.0);
+    let cw = (W - left - scale_w - 20.0) / cols.values.len().max(1) as f64;
+    let ch = 64.0;
+    let h = top + ch * rows.values.len() as f64 + 16.0;
+    let value = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+    let (sx, steps) = (W - scale_w + 20.0, 13);
+    let step_h = (h - top - 16.0).min(260.0) / steps as f64;
+    html! {
+        svg.plot #heatmap viewBox={ "0 0 " (W) " " (f1(h)) } role="img" aria-label="win rate heatmap" {
+            text.axis x=(f1(left + (W - left - scale_w - 20.0) / 2.0)) y="16" text-anchor="middle" { (cols.name) " →" }
+            text.axis transform={ "translate(18 " (f1(top + (h - top) / 2.0)) ") rotate(-90)" } text-anchor="middle" { (rows.name) " ↓" }
+            @for (j, c) in cols.values.iter().enumerate() {
+                text.tick x=(f1(left + cw * (j as f64 + 0.5))) y=(f1(top - 8.0)) text-anchor="middle" { (value(c)) }
+            }
+            @for (i, r) in rows.values.iter().enumerate() {
+                text.tick x=(f1(left - 8.0)) y=(f1(top + ch * (i as f64 + 0.5) + 4.0)) text-anchor="end" { (value(r)) }
+                @for j in 0..cols.values.len() {
+                    @if let Some(c) = cells.get(i * cols.values.len() + j) {
+                        @let (x, y) = (left + cw * j as f64, top + ch * i as f64);
+                        @let bg = surely(c).map(diverging);
+                        @let fg = bg.map_or("#111", ink);
+                        @let tx = f1(x + cw / 2.0);
+                        g.hcell data-index=(c.index) data-decided=(decided(c)) {
+                            title {
+                                (labels.get(c.index as usize).map_or("", |l| l.full.as_str())) ": "
+                                @match c.caveat { Some(w) => { (w) }, None => { (pct1o(c.win_rate)) " (95%: " (pct1o(c.ci_low)) " – " (pct1o(c.ci_high)) ")" } }
+                                " over " (thousands(c.games as f64)) " games, " (format!("{:.1}", c.ms_per_move[0])) " ms a move"
+                            }
+                            rect class=(if decided(c) { "sig" } else { "" }) x=(f1(x + 1.0)) y=(f1(y + 1.0)) width=(f1(cw - 2.0)) height=(f1(ch - 2.0)) fill=(bg.map_or("#eee".to_string(), rgb)) {}
+                            text.rate x=(tx) y=(f1(y + ch / 2.0 - 4.0)) text-anchor="middle" fill=(fg) {
+                                @match (c.caveat, c.win_rate, c.ci_low, c.ci_high) {
+                                    (Some(w), ..) => { (w) }
+                                    (None, Some(p), Some(lo), Some(hi)) => {
+                                        (pct1(p)) (format!(" ±{:.1}", 50.0 * (hi - lo))) @if decided(c) { " *" }
+                                    }
+                                    _ => { "–" }
+                                }
+                            }
+                            text.ms x=(tx) y=(f1(y + ch / 2.0 + 16.0)) text-anchor="middle" fill=(fg) { (format!("{:.1}", c.ms_per_move[0])) " ms/move" }
+                        }
+                    }
+                }
+            }
+            g #colour-scale {
+                text.tick x=(f1(sx)) y=(f1(top - 8.0)) { "surely at least" }
+                @for k in 0..steps {
+                    @let p = 0.65 - 0.3 * k as f64 / (steps - 1) as f64;
+                    @let y = top + step_h * k as f64;
+                    rect x=(f1(sx)) y=(f1(y)) width="22" height=(f1(step_h + 0.5)) fill=(rgb(diverging(p))) {}
+                    @if k % 2 == 0 { text.tick x=(f1(sx + 28.0)) y=(f1(y + step_h / 2.0 + 4.0)) { (pct0(p)) } }
+                }
+            }
+        }
+        p.meta {
+            "Colour: the end of the cell's 95% interval nearest 50% (how far from even the cell surely is), so a wide "
+            "interval stays pale. Outlined, with *: the interval leaves out 50%. Second line: the first bot's time a move."
+        }
+    }
+}
+
+/// Results recorded per minute, in equal time buckets over the experiment's run so far.
+pub fn throughput(h: &History, counted: &str) -> Markup {
+    let per_min: Vec<f64> = h.games.iter().map(|&g| g as f64 * 60.0 / h.bucket_secs as f64).collect();
+    let top = per_min.iter().copied().fold(1.0, f64::max);
+    let minutes = (h.bucket_secs * h.games.len() as i64) as f64 / 60.0;
+    let f = Frame::new(280.0, |a, b| Scale::linear(0.0, minutes, a, b), |a, b| Scale::linear(0.0, top * 1.1, a, b));
+    let start = h.start.map_or(String::new(), |t| t.format("%H:%M:%S UTC").to_string());
+    let x_title = format!("minutes since the first result ({start}; {} s buckets)", h.bucket_secs);
+    let y_title = format!("{counted} a minute");
+    let axes = Axes::new(&x_title, &y_title, &plain, &plain);
+    let bw = h.bucket_secs as f64 / 60.0;
+    let marks = html! {
+        @for (i, v) in per_min.iter().enumerate() {
+            @let (x0, x1) = (f.x.px(bw * i as f64), f.x.px(bw * (i + 1) as f64));
+            rect.bucket x=(f1(x0)) y=(f1(f.y.px(*v))) width=(f1((x1 - x0 - 1.0).max(1.0))) height=(f1(f.bottom - f.y.px(*v))) {
+                title { (format!("{v:.0}")) " " (counted) " a minute" }
+            }
+        }
+    };
+    f.svg("throughput", "results a minute", &axes, marks)
+}
+
+/// How long first solves took, in buckets.
+pub fn solve_times(hist: &[u64], buckets: &[&str]) -> Markup {
+    let top = hist.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let n = hist.len().max(1) as f64;
+    // At least 0..5, so that the ticks of small counts are whole numbers.
+    let f = Frame::new(
+        300.0,
+        |a, b| Scale::linear(-0.5, n - 0.5, a, b),
+        |a, b| Scale::linear(0.0, (top * 1.15).max(5.0), a, b),
+    );
+    let axes =
+        Axes { x_ticks: false, y_tick_count: 5, ..Axes::new("time to solve a position", "positions", &plain, &plain) };
+    let bar = (f.x.px(1.0) - f.x.px(0.0)) * 0.7;
+    let marks = html! {
+        @for (i, (&count, label)) in hist.iter().zip(buckets).enumerate() {
+            @let (x, y) = (f.x.px(i as f64), f.y.px(count as f64));
+            rect.bucket data-count=(count) x=(f1(x - bar / 2.0)) y=(f1(y)) width=(f1(bar)) height=(f1(f.bottom - y)) { title { (label) ": " (count) } }
+            text.tick x=(f1(x)) y=(f1(y - 6.0)) text-anchor="middle" { (count) }
+            text.tick x=(f1(x)) y=(f1(f.bottom + 18.0)) text-anchor="middle" { (label) }
+        }
+    };
+    f.svg("times", "time to solve, first solves", &axes, marks)
+}
+
+/// P(win) for the player to move against spread, one line per count of unseen tiles.
+pub fn wintable(t: &engine::winpct::WinTable) -> Markup {
+    let sm = t.spread_max() as f64;
+    let f = Frame::new(420.0, |a, b| Scale::linear(-sm, sm, a, b), |a, b| Scale::linear(0.0, 1.0, a, b));
+    let fmt = |v: f64| format!("{v:+.0}");
+    let axes = Axes::new("spread of the player to move (points)", "P(win) of the player to move", &fmt, &pct0);
+    let rows: Vec<usize> = [t.unseen_max(), 50, 20, 7].into_iter().filter(|&u| u <= t.unseen_max()).collect();
+    let colour = |i: usize| PALETTE[i % PALETTE.len()];
+    let marks = html! {
+        @for (i, unseen) in rows.iter().enumerate() {
+            @let points: Vec<String> = (-t.spread_max()..=t.spread_max())
+                .step_by(5)
+                .map(|sp| format!("{},{}", f1(f.x.px(sp as f64)), f1(f.y.px(t.win_prob(sp, *unseen)))))
+                .collect();
+            polyline.series data-unseen=(unseen) fill="none" stroke=(colour(i)) stroke-width="2" points=(points.join(" ")) {}
+        }
+    };
+    let items: Vec<(String, &str)> =
+        rows.iter().enumerate().map(|(i, u)| (format!("{u} tiles unseen"), colour(i))).collect();
+    html! {
+        (f.svg("wintable", "P(win) against spread", &axes, marks))
+        (legend("wintable-legend", &items))
+    }
+}
+
+fn pct1(x: f64) -> String {
+    shared::stats::pct(x)
+}
+
+fn pct1o(x: Option<f64>) -> String {
+    x.map_or("–".into(), pct1)
+}

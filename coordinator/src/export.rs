@@ -1,0 +1,200 @@
+//! CSV exports for spreadsheets and scripts: an experiment's cells, counted batches,
+//! contributors and endgame solutions. Rates are fractions 0..1, empty where there is nothing
+//! to say yet; fields are quoted as RFC 4180 says.
+
+use crate::AppState;
+use crate::endgames::{self, Outcome};
+use crate::error::Result;
+use crate::experiments::detail;
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::IntoResponse;
+use shared::protocol::JobResult;
+use sqlx::types::Json as Db;
+use uuid::Uuid;
+
+/// A CSV document as a download named after its experiment.
+fn csv(id: Uuid, what: &str, header_row: &str, rows: Vec<Vec<String>>) -> impl IntoResponse + use<> {
+    let mut out = format!("{header_row}\n");
+    for r in rows {
+        out += &r.iter().map(|f| field(f)).collect::<Vec<_>>().join(",");
+        out.push('\n');
+    }
+    let disposition = format!("attachment; filename=\"experiment-{id}-{what}.csv\"");
+    ([(header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()), (header::CONTENT_DISPOSITION, disposition)], out)
+}
+
+/// RFC 4180: quoted when it holds a comma, a quote or a line break.
+fn field(f: &str) -> String {
+    if f.contains([',', '"', '\n', '\r']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.to_string() }
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map_or(String::new(), |v| format!("{v:.6}"))
+}
+
+/// A parameter value as written in the experiment file (strings without their quotes).
+fn plain(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `GET /api/v1/experiments/{id}/cells.csv`: one row per cell; the first eight columns are a
+/// contract (`cell,games,wins,draws,losses,win_rate,ci_low,ci_high`).
+pub async fn cells(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<impl IntoResponse> {
+    let d = detail(&st.db, id).await?;
+    let rows = d
+        .cells
+        .iter()
+        .map(|c| {
+            let params: Vec<String> = c.params.iter().map(|(k, v)| format!("{k}={}", plain(v))).collect();
+            let [bot1, bot2] = c.bots.clone().unwrap_or_default();
+            vec![
+                c.index.to_string(),
+                c.games.to_string(),
+                c.wins.to_string(),
+                c.draws.to_string(),
+                c.losses.to_string(),
+                num(c.win_rate),
+                num(c.ci_low),
+                num(c.ci_high),
+                c.status.clone(),
+                c.stop_reason.clone().unwrap_or_default(),
+                bot1,
+                bot2,
+                params.join(";"),
+                format!("{:.3}", c.mean_score[0]),
+                format!("{:.3}", c.mean_score[1]),
+                format!("{:.3}", c.ms_per_move[0]),
+                format!("{:.3}", c.ms_per_move[1]),
+                num(c.sprt_llr),
+                format!("{:?}", c.evidence).to_lowercase(),
+                c.caveat.unwrap_or_default().to_string(),
+                c.id.to_string(),
+            ]
+        })
+        .collect();
+    Ok(csv(
+        id,
+        "cells",
+        "cell,games,wins,draws,losses,win_rate,ci_low,ci_high,status,stop_reason,bot1,bot2,params,mean_score1,mean_score2,ms_per_move1,ms_per_move2,sprt_llr,evidence,caveat,cell_id",
+        rows,
+    ))
+}
+
+/// One counted batch, with its cell's number and its worker's name.
+#[derive(sqlx::FromRow)]
+struct BatchRow {
+    batch_id: Uuid,
+    cell: i32,
+    first_unit: i64,
+    units: i64,
+    worker: String,
+    result: Db<JobResult>,
+    elapsed_ms: i64,
+    received_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// `GET /api/v1/experiments/{id}/batches.csv`: every counted batch (one validated result per
+/// done batch), by cell and units.
+pub async fn batches(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<impl IntoResponse> {
+    let mut list: Vec<BatchRow> = sqlx::query_as(
+        "SELECT DISTINCT ON (r.batch_id) r.batch_id, c.idx AS cell, b.first_unit, b.units, w.name AS worker, r.result, r.elapsed_ms, r.received_at
+         FROM batch_results r JOIN batches b ON b.id = r.batch_id JOIN cells c ON c.id = r.cell_id JOIN workers w ON w.id = r.worker_id
+         WHERE r.state = 'valid' AND b.state = 'done' AND r.experiment_id = $1 ORDER BY r.batch_id, r.received_at",
+    )
+    .bind(id)
+    .fetch_all(&st.db)
+    .await?;
+    list.sort_by_key(|b| (b.cell, b.first_unit));
+    let rows = list
+        .into_iter()
+        .map(|b| {
+            let (wins, draws, losses) = match &b.result.0 {
+                JobResult::Match(t) => (t.wins.to_string(), t.draws.to_string(), t.losses.to_string()),
+                _ => Default::default(),
+            };
+            vec![
+                b.batch_id.to_string(),
+                b.cell.to_string(),
+                b.first_unit.to_string(),
+                b.units.to_string(),
+                b.result.0.kind().shown().to_string(),
+                b.result.0.games().to_string(),
+                wins,
+                draws,
+                losses,
+                b.worker,
+                b.elapsed_ms.to_string(),
+                b.received_at.to_rfc3339(),
+            ]
+        })
+        .collect();
+    Ok(csv(
+        id,
+        "batches",
+        "batch_id,cell,first_unit,units,counted,done,wins,draws,losses,worker,elapsed_ms,received_at",
+        rows,
+    ))
+}
+
+/// `GET /api/v1/experiments/{id}/contributors.csv`: each worker's counted share.
+pub async fn contributors(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<impl IntoResponse> {
+    let d = detail(&st.db, id).await?;
+    let rows = d
+        .contributors
+        .iter()
+        .map(|c| {
+            vec![
+                c.name.clone(),
+                c.games.to_string(),
+                d.summary.counted.to_string(),
+                c.batches.to_string(),
+                c.worker_id.to_string(),
+            ]
+        })
+        .collect();
+    Ok(csv(id, "contributors", "worker,done,counted,batches,worker_id", rows))
+}
+
+/// `GET /api/v1/experiments/{id}/endgames.csv`: one row per position: its agreed value (empty
+/// until two workers agree), its state, and the shown solve's line.
+pub async fn endgames(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<impl IntoResponse> {
+    let solves = endgames::solves(&st.db, id).await?;
+    let rows = endgames::positions(&solves)
+        .iter()
+        .map(|p| {
+            let r = p.shown;
+            let (value, state) = match p.agreed {
+                Some(Outcome::Value(v)) => (v.to_string(), "agreed"),
+                Some(Outcome::Skipped) => (String::new(), "skipped"),
+                None if !p.disagreed.is_empty() => (String::new(), "disputed"),
+                None if p.unverified.len() == p.solves => (String::new(), "unverified"),
+                None => (String::new(), "unconfirmed"),
+            };
+            vec![
+                p.index.to_string(),
+                value,
+                state.to_string(),
+                if r.skipped { String::new() } else { r.value.to_string() },
+                r.exact.to_string(),
+                r.best.clone(),
+                r.sequence.clone(),
+                r.nodes.to_string(),
+                r.ms.to_string(),
+                p.solves.to_string(),
+                p.agreed_by.join(";"),
+                p.disagreed.join(";"),
+                r.cgp.clone(),
+            ]
+        })
+        .collect();
+    Ok(csv(
+        id,
+        "endgames",
+        "position,value,state,shown_value,shown_exact,best,sequence,nodes,ms,solves,agreed_by,disagreed,cgp",
+        rows,
+    ))
+}
