@@ -3,6 +3,7 @@
 
 use anyhow::{Result, ensure};
 use e2e::*;
+use std::process::Command;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
@@ -21,26 +22,34 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
         .map(|i| volunteer(&coord.url, &format!("w{i}"), &dir.0.join(format!("w{i}")), &["--exit-when-idle"]))
         .collect::<Result<_>>()?;
 
-    // Kill w1 (SIGKILL) while it holds a lease, after it has measured its speed.
+    // Kill w1 (SIGKILL) while it holds a lease, after it has measured its speed. It is frozen
+    // (SIGSTOP) first, so that the lease seen is one it still holds when it dies: a batch can
+    // finish uploading between a look and a kill.
     let start = Instant::now();
-    let w1 = loop {
+    let pool = db.pool().await?;
+    let signal = |sig: &str, pid: u32| Command::new("kill").args([sig, &pid.to_string()]).status();
+    let (w1_id, killed_batch) = loop {
         if let Some(w) = worker_named(&coord.url, "w1")
             .await?
             .filter(|w| w["leased_batches"].as_i64() > Some(0) && w["batches"].as_i64() >= Some(1))
         {
-            break w;
+            let id: Uuid = w["id"].as_str().unwrap().parse()?;
+            signal("-STOP", workers[0].id())?;
+            let leased: Option<(Uuid,)> =
+                sqlx::query_as("SELECT id FROM batches WHERE lease_owner = $1 AND state = 'leased' LIMIT 1")
+                    .bind(id)
+                    .fetch_optional(&pool)
+                    .await?;
+            if let Some((batch,)) = leased {
+                break (id, batch);
+            }
+            signal("-CONT", workers[0].id())?;
         }
         ensure!(start.elapsed() < Duration::from_secs(120), "w1 never held a lease");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     workers[0].kill()?;
     workers[0].wait()?;
-    let w1_id: Uuid = w1["id"].as_str().unwrap().parse()?;
-    let pool = db.pool().await?;
-    let (killed_batch,): (Uuid,) = sqlx::query_as("SELECT id FROM batches WHERE lease_owner = $1 AND state = 'leased'")
-        .bind(w1_id)
-        .fetch_one(&pool)
-        .await?;
 
     // Restart the coordinator while the others play.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -91,7 +100,7 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
     let (rate, interval) = line.split_once(" (95%: ").expect("rate and interval");
     let interval = interval.trim_end_matches(')');
     let page = reqwest::get(format!("{}/experiments/{id}", coord.url)).await?.text().await?;
-    let row = page.split("<tr class=\"cell\" data-index=\"0\">").nth(1).expect("cell 0's row");
+    let row = page.split("<tr class=\"cell\" data-index=\"0\" ").nth(1).expect("cell 0's row");
     let row = &row[..row.find("</tr>").unwrap()];
     ensure!(row.contains(&format!(">{rate}<")) && row.contains(interval), "CLI `{line}` vs page row {row}");
     // Recomputing from stored batch results changes nothing.

@@ -81,6 +81,9 @@ pub struct Coordinator {
     pub port: u16,
     db_url: String,
     args: Vec<String>,
+    /// Its log (warnings and errors; restarts append): a file, not the terminal, so that the
+    /// warnings a passing test provokes on purpose (a liar caught) stay out of the way.
+    log: PathBuf,
 }
 
 impl Coordinator {
@@ -92,10 +95,16 @@ impl Coordinator {
         if !args.iter().any(|a| a == "--replicate-until") {
             args.extend(["--replicate-until", "0", "--spot-check", "0"].map(String::from));
         }
-        Self::start_on(db_url, 0, args)
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let log = std::env::temp_dir().join(format!("lexhive-e2e-{}-coordinator-{n}.log", std::process::id()));
+        // Printed through the test harness: shown with a failing test's output only.
+        eprintln!("coordinator log: {}", log.display());
+        Self::start_on(db_url, 0, args, log)
     }
 
-    fn start_on(db_url: &str, port: u16, args: Vec<String>) -> Result<Self> {
+    fn start_on(db_url: &str, port: u16, args: Vec<String>, log: PathBuf) -> Result<Self> {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
         let mut child = Command::new(bin("coordinator"))
             .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
             .args(&args)
@@ -103,6 +112,7 @@ impl Coordinator {
             .env("LEXHIVE_LEXICA", repo().join("lexica"))
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
+            .stderr(file)
             .spawn()?;
         let stdout = child.stdout.take().expect("piped stdout");
         let mut line = String::new();
@@ -112,7 +122,7 @@ impl Coordinator {
             bail!("coordinator did not start: {line:?}");
         };
         let port = addr.rsplit(':').next().and_then(|p| p.parse().ok()).context("port")?;
-        Ok(Self { child, url: format!("http://{addr}"), port, db_url: db_url.into(), args })
+        Ok(Self { child, url: format!("http://{addr}"), port, db_url: db_url.into(), args, log })
     }
 
     /// Kill this process (SIGKILL) and start a new one on the same port.
@@ -121,7 +131,7 @@ impl Coordinator {
         self.child.wait()?;
         let started = Instant::now();
         loop {
-            match Self::start_on(&self.db_url, self.port, self.args.clone()) {
+            match Self::start_on(&self.db_url, self.port, self.args.clone(), self.log.clone()) {
                 Ok(c) => {
                     *self = c;
                     return Ok(());
@@ -140,6 +150,13 @@ impl Drop for Coordinator {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A test that panicked shows the end of the log with its own output.
+        if std::thread::panicking() {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(40).collect();
+            eprintln!("last lines of {}:", self.log.display());
+            tail.iter().rev().for_each(|l| eprintln!("  {l}"));
+        }
     }
 }
 

@@ -269,6 +269,7 @@ pub fn router(state: AppState) -> Router {
         .route("/experiments/{id}/endgames", get(endgames::api_solves))
         .route("/workers", get(workers::api_list))
         .route("/openapi.json", get(openapi))
+        .route("/version", get(version))
         .route("/batches/{id}/release", post(queue::release))
         .route("/batches/{id}/fail", post(queue::fail))
         .route("/batches/{id}/result", post(results::upload).layer(DefaultBodyLimit::max(upload_cap)))
@@ -295,6 +296,15 @@ pub fn router(state: AppState) -> Router {
 /// real responses against it.
 async fn openapi() -> impl axum::response::IntoResponse {
     ([(axum::http::header::CONTENT_TYPE, "application/json")], include_str!("../openapi.json"))
+}
+
+/// `GET /api/v1/version`: the service, its protocol and build, for volunteers to check first.
+async fn version() -> axum::Json<shared::protocol::Version> {
+    axum::Json(shared::protocol::Version {
+        service: shared::protocol::SERVICE.into(),
+        protocol: shared::PROTOCOL_VERSION,
+        version: env!("CARGO_PKG_VERSION").into(),
+    })
 }
 
 async fn healthz(axum::extract::State(st): axum::extract::State<AppState>) -> Result<&'static str, error::Error> {

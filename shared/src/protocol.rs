@@ -23,6 +23,21 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
+/// `GET /api/v1/version`: what a volunteer checks before anything else, so that a wrong URL or
+/// a coordinator of another protocol is one clear line, not a retry loop.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Version {
+    /// Always `lexhive`.
+    pub service: String,
+    /// The [`PROTOCOL_VERSION`](crate::PROTOCOL_VERSION) the coordinator speaks.
+    pub protocol: u32,
+    /// The coordinator's build (its crate version).
+    pub version: String,
+}
+
+/// [`Version::service`].
+pub const SERVICE: &str = "lexhive";
+
 /// A data file a job needs, addressed by the sha256 of its bytes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactRef {

@@ -38,6 +38,10 @@ pub enum Cmd {
         /// Leave table (default: the shipped one).
         #[arg(long)]
         leaves: Option<PathBuf>,
+        /// Tile distribution the table is for (default: lexica/english.dist): its letters and
+        /// blank spell the leaves.
+        #[arg(long)]
+        dist: Option<PathBuf>,
         /// Leaves to look up: up to six tiles each, `?` for a blank.
         #[arg(required = true)]
         leave: Vec<String>,
@@ -99,10 +103,13 @@ pub fn run(cmd: Cmd) -> Result<()> {
             ))?;
             Ok(())
         }
-        Cmd::Value { leaves, leave } => {
+        Cmd::Value { leaves, dist, leave } => {
             let klv =
                 load_leaves(leaves.as_deref())?.ok_or_else(|| anyhow::anyhow!("no leave table: pass --leaves"))?;
-            let dist = engine::tiles::Distribution::english();
+            let dist = match dist {
+                Some(p) => engine::tiles::Distribution::load(&p)?,
+                None => engine::tiles::Distribution::english(),
+            };
             for l in leave {
                 let mut tiles = dist.parse_rack(&l).map_err(|m| anyhow::anyhow!("leave `{l}`: {m}"))?;
                 let most = engine::tiles::RACK_SIZE - 1;

@@ -122,7 +122,8 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            // A volunteer's reasons to give up have statuses of their own (README.md).
+            ExitCode::from(e.downcast_ref::<volunteer::Exit>().map_or(2, volunteer::Exit::status))
         }
     }
 }

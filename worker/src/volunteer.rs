@@ -77,6 +77,40 @@ impl EndgameSolver {
 
 /// Seconds without work after which `--exit-when-idle` exits.
 const IDLE_EXIT_SECS: u64 = 4;
+/// Seconds `--exit-when-idle` keeps trying to reach the coordinator at start-up.
+const UNREACHABLE_EXIT_SECS: u64 = 10;
+
+/// Why a volunteer gave up, with the exit status README.md documents for it.
+#[derive(Debug, thiserror::Error)]
+pub enum Exit {
+    /// `--exit-when-idle`, and the coordinator did not answer at start-up (status 3).
+    #[error("{0}")]
+    Unreachable(String),
+    /// The URL answers, but not as a lexhive coordinator (status 4).
+    #[error("{0}")]
+    NotACoordinator(String),
+    /// The coordinator speaks another protocol version (status 5).
+    #[error("{0}")]
+    Protocol(String),
+    /// The coordinator refused this worker's token: banned, revoked or quarantined (status 6).
+    #[error("{0}")]
+    Refused(String),
+    /// Another volunteer of the same name runs from the same config folder (status 7).
+    #[error("{0}")]
+    Busy(String),
+}
+
+impl Exit {
+    pub fn status(&self) -> u8 {
+        match self {
+            Exit::Unreachable(_) => 3,
+            Exit::NotACoordinator(_) => 4,
+            Exit::Protocol(_) => 5,
+            Exit::Refused(_) => 6,
+            Exit::Busy(_) => 7,
+        }
+    }
+}
 /// Longest wait between attempts to reach the coordinator.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Longest wait between claims while the coordinator has no work.
@@ -172,16 +206,20 @@ where
     loop {
         match f().await {
             Err(e) if e.is_transient() && quit.load(Ordering::SeqCst) < 2 => {
-                if !warned {
-                    eprintln!("{what}: {e}; retrying");
+                let pause = match e.retry_after() {
+                    Some(told) if e.is_shed() => shed_wait(told),
+                    _ => wait,
+                };
+                // Every wait is said, with its length, except the routine sheds after the first.
+                if !(warned && e.is_shed()) {
+                    eprintln!("{what}: {e}; retrying in ~{:.1} s", pause.as_secs_f64());
                     warned = true;
                 }
-                match e.retry_after() {
-                    Some(told) if e.is_shed() => tokio::time::sleep(shed_wait(told)).await,
-                    _ => {
-                        sleep_jittered(wait).await;
-                        wait = (wait * 2).min(MAX_BACKOFF);
-                    }
+                if e.is_shed() {
+                    tokio::time::sleep(pause).await;
+                } else {
+                    sleep_jittered(wait).await;
+                    wait = (wait * 2).min(MAX_BACKOFF);
                 }
             }
             other => return other,
@@ -208,6 +246,8 @@ pub fn run(a: Args) -> Result<()> {
 
 async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPool) -> Result<()> {
     let anon = Client::new(&a.coordinator, None)?;
+    // Held until the process ends: one volunteer per (coordinator, name) and config folder.
+    let _running = hold_name(anon.base(), &name)?;
     let endgame = EndgameSolver { solver: std::sync::OnceLock::new(), bytes: a.endgame_table_mb << 20 };
     // 0: running; 1: finish the batch, then quit; 2: release it and quit now.
     let quit = Arc::new(AtomicU8::new(0));
@@ -224,6 +264,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
             }
         });
     }
+    greet(&anon, a.exit_when_idle, &quit).await?;
     let kinds = if a.kinds.is_empty() { JobKind::ALL.to_vec() } else { a.kinds.clone() };
     let owner = a.owner_token.as_deref();
     let (mut client, mut fresh) = credential(&anon, &name, threads, &kinds, owner, &quit).await?;
@@ -237,6 +278,8 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
     // little; work resets it.
     let mut idle_wait: Option<Duration> = None;
     let mut shed = false;
+    // The previous batch's upload, running while the next batch plays.
+    let mut uploading: Option<tokio::task::JoinHandle<()>> = None;
     let plural = if threads == 1 { "thread" } else { "threads" };
     eprintln!("volunteering {threads} {plural} to {} as `{name}`", client.base());
     while quit.load(Ordering::SeqCst) == 0 {
@@ -263,6 +306,11 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 continue;
             }
             Ok(Claimed::Idle { retry_after_ms }) => {
+                // The upload in flight may be what finishes a cell and frees the next work.
+                if uploading.is_some() {
+                    uploaded(&mut uploading).await;
+                    continue;
+                }
                 backoff = Duration::from_millis(500);
                 if a.exit_when_idle && idle_since.elapsed() >= Duration::from_secs(IDLE_EXIT_SECS) {
                     eprintln!("no work; exiting");
@@ -270,6 +318,12 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 }
                 let first = Duration::from_millis(retry_after_ms.clamp(100, 60_000));
                 let wait = idle_wait.map_or(first, |w| (w * 2).min(MAX_IDLE_WAIT)).max(first);
+                // Said as the wait grows, then once more when it settles: a month-long idle
+                // spell is a few lines, not thousands.
+                if idle_wait != Some(wait) && !a.exit_when_idle {
+                    let settled = if wait >= MAX_IDLE_WAIT { " (and every ~30 s until there is)" } else { "" };
+                    eprintln!("no work for this worker; asking again in ~{:.1} s{settled}", wait.as_secs_f64());
+                }
                 idle_wait = Some(wait);
                 nap(wait, &quit).await;
                 continue;
@@ -298,7 +352,22 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 (client, fresh) = credential(&anon, &name, threads, &kinds, owner, &quit).await?;
                 continue;
             }
-            Err(e) => bail!("claim refused: {e}"),
+            Err(ClientError::Status { status: status @ (401 | 403), message, .. }) => {
+                uploaded(&mut uploading).await;
+                return Err(Exit::Refused(format!(
+                    "the coordinator at {} refused worker `{name}` (HTTP {status}): {message}",
+                    client.base()
+                ))
+                .into());
+            }
+            Err(ClientError::Status { status: 426, message, .. }) => {
+                uploaded(&mut uploading).await;
+                return Err(Exit::Protocol(message).into());
+            }
+            Err(e) => {
+                uploaded(&mut uploading).await;
+                bail!("claim refused: {e}")
+            }
         };
         backoff = Duration::from_millis(500);
         idle_wait = None;
@@ -320,12 +389,125 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 }
             },
         };
-        if let Some(rate) = play_batch(&client, &batch, data, &pool, &endgame, &quit).await? {
-            rates.insert(batch.job.kind().as_str().to_string(), rate);
+        if let Some(p) = play_batch(&client, &batch, data, &pool, &endgame, &quit).await? {
+            rates.insert(batch.job.kind().as_str().to_string(), p.rate);
+            // At most one upload in flight: the previous batch's has had this one's play to finish.
+            uploaded(&mut uploading).await;
+            uploading = Some(p.upload);
         }
         idle_since = Instant::now();
     }
+    uploaded(&mut uploading).await;
     Ok(())
+}
+
+/// Stop a batch's heartbeat.
+async fn stop_heart(cancel: &AtomicBool, heart: tokio::task::JoinHandle<()>) {
+    cancel.store(true, Ordering::SeqCst);
+    let _ = heart.await;
+}
+
+/// Wait for the upload in flight, if any.
+async fn uploaded(upload: &mut Option<tokio::task::JoinHandle<()>>) {
+    if let Some(u) = upload.take() {
+        let _ = u.await;
+    }
+}
+
+/// Check that `client`'s URL is a lexhive coordinator speaking this worker's protocol, waiting
+/// (and saying so) while it cannot be reached; under `--exit-when-idle`, only
+/// [`UNREACHABLE_EXIT_SECS`].
+async fn greet(client: &Client, exit_when_idle: bool, quit: &AtomicU8) -> Result<()> {
+    let url = client.base();
+    let not_ours = |why: String| {
+        Exit::NotACoordinator(format!(
+            "{url} is not a lexhive coordinator ({why}); --coordinator takes the server's root URL, like http://host:8080"
+        ))
+    };
+    let start = Instant::now();
+    let mut wait = Duration::from_secs(1);
+    loop {
+        match client.get_bytes("/version").await {
+            Ok(bytes) => {
+                let v: Version = serde_json::from_slice(&bytes)
+                    .map_err(|_| not_ours("GET /api/v1/version did not answer as one".into()))?;
+                if v.service != SERVICE {
+                    return Err(not_ours(format!("it says it is `{}`", v.service)).into());
+                }
+                if v.protocol != PROTOCOL_VERSION {
+                    return Err(Exit::Protocol(format!(
+                        "the coordinator at {url} speaks protocol {} and this worker {PROTOCOL_VERSION}: {}",
+                        v.protocol,
+                        if v.protocol > PROTOCOL_VERSION {
+                            "upgrade the worker"
+                        } else {
+                            "the coordinator is older than this worker"
+                        }
+                    ))
+                    .into());
+                }
+                return Ok(());
+            }
+            Err(e) if e.is_transient() => {
+                if exit_when_idle && start.elapsed() >= Duration::from_secs(UNREACHABLE_EXIT_SECS) {
+                    return Err(Exit::Unreachable(format!(
+                        "cannot reach the coordinator at {url} ({e}); gave up after {UNREACHABLE_EXIT_SECS} s (--exit-when-idle)"
+                    ))
+                    .into());
+                }
+                eprintln!("cannot reach the coordinator at {url} ({e}); trying again in ~{} s", wait.as_secs());
+                nap(wait, quit).await;
+                if quit.load(Ordering::SeqCst) > 0 {
+                    bail!("interrupted before the coordinator at {url} answered");
+                }
+                wait = (wait * 2).min(MAX_BACKOFF);
+            }
+            Err(ClientError::Status { status, .. }) => {
+                return Err(not_ours(format!("GET /api/v1/version answered HTTP {status}")).into());
+            }
+            Err(e) => return Err(not_ours(e.to_string()).into()),
+        }
+    }
+}
+
+/// Lock this volunteer's name for `coordinator` in the config folder for as long as the
+/// returned file is held, so that two processes sharing a config folder never run (and
+/// register) as one worker.
+fn hold_name(coordinator: &str, name: &str) -> Result<std::fs::File> {
+    let dir = config_dir()?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let key = hex::encode(&Sha256::digest(format!("{coordinator}\n{name}").as_bytes())[..8]);
+    let path = dir.join(format!("running-{key}.lock"));
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("{}: cannot open", path.display()))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Exit::Busy(format!(
+            "a volunteer named `{name}` for {coordinator} is already running from {} (give this one another --name, or its own LEXHIVE_CONFIG_DIR)",
+            dir.display()
+        ))
+        .into()),
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("{}: cannot lock", path.display())),
+    }
+}
+
+/// Lock the credentials file against other volunteers' reads and writes while held.
+fn lock_credentials(path: &Path) -> Result<std::fs::File> {
+    let dir = path.parent().expect("credentials path has a folder");
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let lock = path.with_extension("lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+        .with_context(|| format!("{}: cannot open", lock.display()))?;
+    f.lock().with_context(|| format!("{}: cannot lock", lock.display()))?;
+    Ok(f)
 }
 
 /// A client carrying this machine's token for the coordinator, registering on first use; and
@@ -339,9 +521,8 @@ async fn credential(
     quit: &AtomicU8,
 ) -> Result<(Client, bool)> {
     let path = credentials_path()?;
-    let mut creds = load_credentials(&path)?;
-    if let Some(c) = creds.iter().find(|c| c.coordinator == client.base() && c.name == name) {
-        return Ok((client.with_token(c.token.clone()), false));
+    if let Some(c) = load_credentials(&path)?.into_iter().find(|c| c.coordinator == client.base() && c.name == name) {
+        return Ok((client.with_token(c.token), false));
     }
     let req = RegisterRequest {
         protocol: PROTOCOL_VERSION,
@@ -350,9 +531,21 @@ async fn credential(
         kinds: kind_names(kinds),
         owner_token: owner_token.map(str::to_string),
     };
-    let r: RegisterResponse = retry("register", quit, || client.post("/workers/register", &req))
-        .await
-        .context("registering with the coordinator")?;
+    let r: RegisterResponse = match retry("register", quit, || client.post("/workers/register", &req)).await {
+        Ok(r) => r,
+        Err(ClientError::Status { status: 426, message, .. }) => return Err(Exit::Protocol(message).into()),
+        Err(ClientError::Status { status: status @ (401 | 403), message, .. }) => {
+            return Err(Exit::Refused(format!(
+                "the coordinator at {} refused to register `{name}` (HTTP {status}): {message}",
+                client.base()
+            ))
+            .into());
+        }
+        Err(e) => return Err(e).context("registering with the coordinator"),
+    };
+    // Other volunteers of this config folder (under other names) may have written meanwhile.
+    let _lock = lock_credentials(&path)?;
+    let mut creds = load_credentials(&path)?;
     creds.push(Credential {
         coordinator: client.base().to_string(),
         name: name.to_string(),
@@ -366,6 +559,7 @@ async fn credential(
 
 fn forget_credential(coordinator: &str, name: &str) -> Result<()> {
     let path = credentials_path()?;
+    let _lock = lock_credentials(&path)?;
     let mut creds = load_credentials(&path)?;
     creds.retain(|c| !(c.coordinator == coordinator && c.name == name));
     save_credentials(&path, &creds)
@@ -486,8 +680,27 @@ fn short(id: uuid::Uuid) -> String {
 
 /// How a batch's play ended.
 enum Played {
-    Done(Box<JobResult>, Logs),
+    Done(Box<JobResult>, Logged),
     Cancelled,
+}
+
+/// A game's logs before bundling: its id in the run, its GCG and its CSV rows.
+type GameLog = (u64, String, String);
+
+/// What a batch leaves to upload besides its result: its games' logs (bundled and compressed
+/// by the upload, off the engine's threads), or none (endgame batches).
+enum Logged {
+    Games(Vec<GameLog>),
+    None,
+}
+
+impl Logged {
+    fn bundle(self) -> Result<Logs> {
+        match self {
+            Logged::Games(games) => bundle(games),
+            Logged::None => empty_logs(),
+        }
+    }
 }
 
 /// Fetch and load a batch's artifacts while heartbeating it: downloading and loading a
@@ -550,8 +763,17 @@ fn heartbeat(
     })
 }
 
-/// Play, heartbeat, upload. Returns the measured units of work per second ([`Job::units`]) when
-/// the batch completed.
+/// A batch played, its upload under way in the background.
+struct Playing {
+    upload: tokio::task::JoinHandle<()>,
+    /// Units of work per second ([`Job::units`]) measured on the batch's play.
+    rate: f64,
+}
+
+/// Play a batch while heartbeating it, then start its upload in the background (bundling and
+/// compressing its logs, uploading, heartbeating until the coordinator has it), so that the
+/// engine's threads go on to the next batch at once. `None` when the batch did not complete
+/// (failed, cancelled, lease lost).
 async fn play_batch(
     client: &Client,
     batch: &BatchSpec,
@@ -559,7 +781,7 @@ async fn play_batch(
     pool: &rayon::ThreadPool,
     endgame: &EndgameSolver,
     quit: &Arc<AtomicU8>,
-) -> Result<Option<f64>> {
+) -> Result<Option<Playing>> {
     let cancel = Arc::new(AtomicBool::new(false));
     // Why the heartbeat cancelled: lease lost (409/403/404) or the cell no longer needs it.
     let lost = Arc::new(AtomicBool::new(false));
@@ -578,16 +800,16 @@ async fn play_batch(
         })
     };
     let elapsed = start.elapsed();
-    cancel.store(true, Ordering::SeqCst);
-    let _ = heart.await;
     let id = short(batch.batch_id);
     let played = match played {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
+            stop_heart(&cancel, heart).await;
             report_failure(client, batch, &format!("{e:#}")).await;
             return Ok(None);
         }
         Err(panic) => {
+            stop_heart(&cancel, heart).await;
             let msg = panic
                 .downcast_ref::<String>()
                 .cloned()
@@ -598,12 +820,14 @@ async fn play_batch(
         }
     };
     if lost.load(Ordering::SeqCst) {
+        stop_heart(&cancel, heart).await;
         eprintln!("batch {id}: lease lost; results dropped");
         return Ok(None);
     }
-    let (result, logs) = match played {
+    let (result, logged) = match played {
         Played::Done(r, l) => (*r, l),
         Played::Cancelled => {
+            stop_heart(&cancel, heart).await;
             let req = ReleaseRequest { lease_id: batch.lease_id };
             match client.post::<_, serde_json::Value>(&format!("/batches/{}/release", batch.batch_id), &req).await {
                 Ok(_) => eprintln!("batch {id}: released"),
@@ -630,15 +854,28 @@ async fn play_batch(
         ),
         _ => unreachable!("a result matches its job"),
     };
-    let upload = ResultUpload { lease_id: batch.lease_id, result, elapsed_ms: elapsed.as_millis() as u64, logs };
-    let path = format!("/batches/{}/result", batch.batch_id);
-    let outcome = match retry("upload", quit, || client.post::<_, UploadResponse>(&path, &upload)).await {
-        Ok(r) if r.accepted => "uploaded".to_string(),
-        Ok(r) => r.message,
-        Err(e) => format!("upload refused: {e}"),
-    };
-    println!("batch {id}  {} cell {}  {summary}  {outcome}", batch.experiment_name, batch.cell_index);
-    Ok(Some(batch.job.units() as f64 / secs))
+    let line = format!("batch {id}  {} cell {}  {summary}", batch.experiment_name, batch.cell_index);
+    let (client, quit) = (client.clone(), quit.clone());
+    let (batch_id, lease_id) = (batch.batch_id, batch.lease_id);
+    let elapsed_ms = elapsed.as_millis() as u64;
+    let upload = tokio::spawn(async move {
+        let outcome = match tokio::task::spawn_blocking(move || logged.bundle()).await {
+            Ok(Ok(logs)) => {
+                let upload = ResultUpload { lease_id, result, elapsed_ms, logs };
+                let path = format!("/batches/{batch_id}/result");
+                match retry("upload", &quit, || client.post::<_, UploadResponse>(&path, &upload)).await {
+                    Ok(r) if r.accepted => "uploaded".to_string(),
+                    Ok(r) => r.message,
+                    Err(e) => format!("upload refused: {e}"),
+                }
+            }
+            Ok(Err(e)) => format!("not uploaded: bundling its logs failed: {e:#}"),
+            Err(e) => format!("not uploaded: bundling its logs panicked: {e}"),
+        };
+        stop_heart(&cancel, heart).await;
+        println!("{line}  {outcome}");
+    });
+    Ok(Some(Playing { upload, rate: batch.job.units() as f64 / secs }))
 }
 
 /// Stops a batch's games early (through `Match::play`'s error path).
@@ -682,13 +919,13 @@ fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> 
     let games = games.into_inner().expect("games");
     let outcomes: Vec<_> = games.iter().map(|g| g.1).collect();
     let tally = MatchTally::from_outcomes(&outcomes);
-    let logs = bundle(games.into_iter().map(|(id, _, gcg, csv)| (id, gcg, csv)).collect())?;
-    Ok(Played::Done(Box::new(JobResult::Match(tally)), logs))
+    let logs = games.into_iter().map(|(id, _, gcg, csv)| (id, gcg, csv)).collect();
+    Ok(Played::Done(Box::new(JobResult::Match(tally)), Logged::Games(logs)))
 }
 
 /// A batch's logs from its games' (id, GCG, CSV rows), in game order so that their bytes (and
 /// sha256) don't depend on thread timing.
-fn bundle(mut games: Vec<(u64, String, String)>) -> Result<Logs> {
+fn bundle(mut games: Vec<GameLog>) -> Result<Logs> {
     games.sort_by_key(|g| g.0);
     let mut gcg = String::new();
     let mut csv = format!("{CSV_HEADER}\n");
@@ -697,11 +934,16 @@ fn bundle(mut games: Vec<(u64, String, String)>) -> Result<Logs> {
         gcg.push_str(g);
         csv.push_str(c);
     }
+    // The two logs compress side by side: on a batch of 20,000 games that is a second saved.
+    let (gcg_gz, csv_gz) = std::thread::scope(|s| {
+        let csv_gz = s.spawn(|| gz64(csv.as_bytes()));
+        (gz64(gcg.as_bytes()), csv_gz.join().expect("compressing the CSV log"))
+    });
     Ok(Logs {
         gcg_sha256: hex::encode(Sha256::digest(gcg.as_bytes())),
-        gcg_gz: gz64(gcg.as_bytes())?,
+        gcg_gz: gcg_gz?,
         csv_sha256: hex::encode(Sha256::digest(csv.as_bytes())),
-        csv_gz: gz64(csv.as_bytes())?,
+        csv_gz: csv_gz?,
     })
 }
 
@@ -743,7 +985,7 @@ fn count_positions(loaded: &Loaded, job: &WintableJob, cancel: &AtomicBool) -> R
         return Err(e);
     }
     let counts = samples.into_inner().expect("samples").to_counts();
-    let logs = bundle(games.into_inner().expect("games"))?;
+    let logs = Logged::Games(games.into_inner().expect("games"));
     Ok(Played::Done(Box::new(JobResult::Wintable(WinCounts { games: 2 * job.pairs, counts })), logs))
 }
 
@@ -813,7 +1055,7 @@ fn solve(
             ms: sol.elapsed.as_millis() as u64,
         });
     }
-    Ok(Played::Done(Box::new(JobResult::Endgame(EndgameReport { solved })), empty_logs()?))
+    Ok(Played::Done(Box::new(JobResult::Endgame(EndgameReport { solved })), Logged::None))
 }
 
 fn gz64(bytes: &[u8]) -> Result<String> {

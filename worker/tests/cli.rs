@@ -217,6 +217,17 @@ fn leave_values_are_looked_up_and_impossible_leaves_refused() {
     let o = worker(&["leaves", "value", "AEINRST"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("leave `AEINRST`: 7 tiles"), "{}", stderr(&o));
+    // Leaves are spelled in the table's own distribution (`--dist`): in one without a Q,
+    // `QU` is no leave at all.
+    let d = temp("leaves-dist");
+    let english =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica/english.dist")).unwrap();
+    let no_q: String = english.lines().filter(|l| !l.starts_with("Q ")).map(|l| format!("{l}\n")).collect();
+    let dist = d.join("no-q.dist");
+    std::fs::write(&dist, no_q).unwrap();
+    let o = worker(&["leaves", "value", "--dist", dist.to_str().unwrap(), "QU"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("leave `QU`"), "{}", stderr(&o));
 }
 
 #[test]
@@ -471,4 +482,127 @@ fn infer_reads_a_logged_turn_the_same_on_any_thread_count() {
     let o = worker(&["infer", "--gcg", gcg.to_str().unwrap(), "--turn", "400"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("game-000000.gcg") && stderr(&o).contains("turn 400"), "{}", stderr(&o));
+}
+
+/// An HTTP server on a free port that answers every request with `status` and `body` (JSON).
+fn answering(status: &str, body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let mut buf = [0u8; 8192];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(body.as_bytes());
+        }
+    });
+    url
+}
+
+/// `worker volunteer --exit-when-idle` against `url`, with a config folder of its own.
+fn volunteer_at(url: &str, home: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_worker"));
+    let name = if extra.contains(&"--name") { &[][..] } else { &["--name", "cli-volunteer"][..] };
+    c.args(["volunteer", "--coordinator", url, "--threads", "1"])
+        .args(name)
+        .args(extra)
+        .env("LEXHIVE_CONFIG_DIR", home.join("config"))
+        .env("LEXHIVE_CACHE_DIR", home.join("cache"));
+    c
+}
+
+#[test]
+fn a_volunteer_says_why_it_cannot_start_and_exits_with_the_documented_status() {
+    let d = temp("volunteer-exits");
+    // Nothing listens: it says so with each wait, then gives up (status 3).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let url = format!("http://{closed}");
+    let o = volunteer_at(&url, &d, &["--exit-when-idle"]).output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!("cannot reach the coordinator at {url}")) && err.contains("trying again in ~1 s"),
+        "{err}"
+    );
+    assert!(err.lines().last().unwrap().contains("gave up after 10 s"), "{err}");
+    // A server that is not a coordinator (or a URL with a path): one line, status 4.
+    let url = answering("404 Not Found", r#"{"error":"no such page"}"#);
+    let o = volunteer_at(&format!("{url}/dashboard"), &d, &["--exit-when-idle"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a lexhive coordinator (GET /api/v1/version answered HTTP 404)"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    // A coordinator of another protocol: status 5, whatever --exit-when-idle says.
+    let url = answering("200 OK", r#"{"service":"lexhive","protocol":999,"version":"9.9.9"}"#);
+    let o = volunteer_at(&url, &d, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    assert!(stderr(&o).contains("speaks protocol 999") && stderr(&o).contains("upgrade the worker"), "{}", stderr(&o));
+    // Registration refused: status 6, with the coordinator's reason.
+    let url = answering_version_then("403 Forbidden", r#"{"error":"registration is by invitation"}"#);
+    let o = volunteer_at(&url, &d, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(6), "{}", stderr(&o));
+    assert!(stderr(&o).contains("registration is by invitation"), "{}", stderr(&o));
+}
+
+/// A server that answers `GET /api/v1/version` as a coordinator of this protocol, and every
+/// other request with `status` and `body`.
+fn answering_version_then(status: &'static str, body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let version = format!(r#"{{"service":"lexhive","protocol":{},"version":"test"}}"#, shared::PROTOCOL_VERSION);
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let mut buf = [0u8; 8192];
+            let n = s.read(&mut buf).unwrap_or(0);
+            let (status, body) = if buf[..n].starts_with(b"GET /api/v1/version") {
+                ("200 OK", version.as_str())
+            } else {
+                (status, body)
+            };
+            let _ = write!(
+                s,
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+#[test]
+fn two_volunteers_of_one_name_never_share_a_config_folder() {
+    let d = temp("volunteer-lock");
+    // The first waits for a coordinator that never answers, holding its name.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let url = format!("http://{closed}");
+    let mut first = volunteer_at(&url, &d, &[]).stderr(std::process::Stdio::null()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let o = volunteer_at(&url, &d, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a volunteer named `cli-volunteer`") && stderr(&o).contains("already running"),
+        "{}",
+        stderr(&o)
+    );
+    // Another name may share the folder.
+    let mut other =
+        volunteer_at(&url, &d, &["--name", "cli-other"]).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(other.try_wait().unwrap().is_none(), "a second name runs beside the first");
+    for c in [&mut first, &mut other] {
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+    // Once the first has gone, the name is free again.
+    let o = volunteer_at(&url, &d, &["--exit-when-idle"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
 }
