@@ -6,7 +6,8 @@
 # games with --exit-when-idle. Reports the experiment's games per second from its first claim
 # to its last result (start-up, batch sizing and every upload included), and the CPU seconds
 # of the volunteer. Needs a Postgres at PGURL (a database `lexhive_scaling` is dropped and made
-# there) and should run on an otherwise idle machine.
+# there) and should run on an otherwise idle machine. VOLUNTEER=path/to/worker times another
+# build's volunteer against this build's coordinator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
@@ -14,6 +15,7 @@ GAMES=${GAMES:-30000}
 THREADS=${THREADS:-"1 2 1 2"}
 PORT=${PORT:-8091}
 R=target/release
+VOLUNTEER=${VOLUNTEER:-$R/worker}
 cargo build --release --locked -p coordinator -p worker
 for n in $THREADS; do
   psql "$PGURL/postgres" -qc "drop database if exists lexhive_scaling" -c "create database lexhive_scaling" 2>/dev/null
@@ -28,7 +30,7 @@ for n in $THREADS; do
   $R/worker submit "$D/exp.toml" --coordinator http://127.0.0.1:$PORT --token "$TOK" >/dev/null 2>&1
   mkdir -p "$D/config" "$D/cache"
   /usr/bin/time -f "%U %S" -o "$D/cpu" env LEXHIVE_CONFIG_DIR=$D/config LEXHIVE_CACHE_DIR=$D/cache \
-    $R/worker volunteer --coordinator http://127.0.0.1:$PORT --name "scaling-$n" --threads "$n" --exit-when-idle \
+    "$VOLUNTEER" volunteer --coordinator http://127.0.0.1:$PORT --name "scaling-$n" --threads "$n" --exit-when-idle \
     >"$D/volunteer.log" 2>&1
   secs=$(psql "$DATABASE_URL" -Atc "select extract(epoch from finished_at - started_at) from experiments")
   batches=$(psql "$DATABASE_URL" -Atc "select count(*) from batch_results")
