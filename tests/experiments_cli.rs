@@ -74,6 +74,27 @@ async fn researchers_list_show_reprioritise_and_stop_from_the_terminal() -> Resu
     let (_, out, _) = experiments(&["list", "--coordinator", url, "--status", "stopped", "--json"])?;
     let stopped: serde_json::Value = serde_json::from_str(&out)?;
     ensure!(stopped.as_array().map(Vec::len) == Some(1) && stopped[0]["id"] == first_s, "{out}");
+    // A token saved with `login` serves `priority`, `stop` and `submit` without --token.
+    let home = dir.0.join("researcher");
+    let worker_at_home = |args: &[&str]| {
+        Command::new(bin("worker")).args(args).env("LEXHIVE_CONFIG_DIR", &home).env_remove("LEXHIVE_TOKEN").output()
+    };
+    let out = worker_at_home(&["experiments", "priority", &second_s, "2", "--coordinator", url])?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success() && err.contains("no researcher token for") && err.contains("experiments login"),
+        "{err}"
+    );
+    let out = worker_at_home(&["experiments", "login", "--coordinator", &format!("{url}/"), "--token", &token])?;
+    ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(home.join("researcher.json"))?.permissions().mode();
+    ensure!(mode & 0o077 == 0, "the saved token is readable by its owner only: {mode:o}");
+    let out = worker_at_home(&["experiments", "priority", &second_s, "2", "--coordinator", url])?;
+    ensure!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("priority 2"), "{out:?}");
+    let file = experiment_file(&dir.0, "c.toml", &grid("saved token"));
+    let out = worker_at_home(&["submit", file.to_str().unwrap(), "--coordinator", url])?;
+    ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // `show --follow` of an experiment that is over prints once and exits.
     let (ok, out, _) = experiments(&["show", &first_s, "--coordinator", url, "--follow", "--every", "1"])?;
     ensure!(ok && out.contains("stopped"), "{out}");

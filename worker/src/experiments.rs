@@ -16,6 +16,18 @@ pub enum Cmd {
     Stop(StopArgs),
     /// Set an experiment's priority (higher is served first).
     Priority(PriorityArgs),
+    /// Save a researcher token for a coordinator, for `submit` and these commands to use when
+    /// no --token or LEXHIVE_TOKEN is given.
+    Login(LoginArgs),
+}
+
+#[derive(clap::Args)]
+pub struct LoginArgs {
+    #[command(flatten)]
+    at: Coordinator,
+    /// The researcher token (`coordinator token create --role researcher`).
+    #[arg(long, env = "LEXHIVE_TOKEN", hide_env_values = true)]
+    token: String,
 }
 
 #[derive(clap::Args)]
@@ -23,13 +35,6 @@ struct Coordinator {
     /// Coordinator URL, e.g. http://127.0.0.1:8080.
     #[arg(long, env = "LEXHIVE_COORDINATOR")]
     coordinator: String,
-}
-
-#[derive(clap::Args)]
-struct Token {
-    /// The researcher token the experiment was submitted with (or an admin's).
-    #[arg(long, env = "LEXHIVE_TOKEN", hide_env_values = true)]
-    token: String,
 }
 
 #[derive(clap::Args)]
@@ -70,8 +75,9 @@ pub struct StopArgs {
     id: uuid::Uuid,
     #[command(flatten)]
     at: Coordinator,
+    /// The researcher token the experiment was submitted with (or an admin's).
     #[command(flatten)]
-    token: Token,
+    token: crate::researcher::Token,
 }
 
 #[derive(clap::Args)]
@@ -83,8 +89,9 @@ pub struct PriorityArgs {
     priority: i32,
     #[command(flatten)]
     at: Coordinator,
+    /// The researcher token the experiment was submitted with (or an admin's).
     #[command(flatten)]
-    token: Token,
+    token: crate::researcher::Token,
 }
 
 pub fn run(cmd: Cmd) -> Result<()> {
@@ -94,15 +101,20 @@ pub fn run(cmd: Cmd) -> Result<()> {
             Cmd::List(a) => list(a).await,
             Cmd::Show(a) => show(a).await,
             Cmd::Stop(a) => {
-                let client = Client::new(&a.at.coordinator, Some(a.token.token))?;
+                let client = Client::new(&a.at.coordinator, Some(a.token.resolve(&a.at.coordinator)?))?;
                 let _: Value = client
                     .post(&format!("/experiments/{}/stop", a.id), &serde_json::json!({}))
                     .await
                     .with_context(|| format!("stop {}: refused by {}", a.id, client.base()))?;
                 crate::emit(&format!("stopped {}\n", a.id))
             }
+            Cmd::Login(a) => {
+                let path = crate::researcher::login(&a.at.coordinator, &a.token)?;
+                eprintln!("saved the token for {} in {}", a.at.coordinator.trim_end_matches('/'), path.display());
+                Ok(())
+            }
             Cmd::Priority(a) => {
-                let client = Client::new(&a.at.coordinator, Some(a.token.token))?;
+                let client = Client::new(&a.at.coordinator, Some(a.token.resolve(&a.at.coordinator)?))?;
                 let _: Value = client
                     .post(&format!("/experiments/{}/priority", a.id), &serde_json::json!({ "priority": a.priority }))
                     .await

@@ -15,6 +15,7 @@ mod lexicon;
 mod loadtest;
 mod movegen;
 mod owner;
+mod researcher;
 mod sim;
 mod submit;
 mod volunteer;

@@ -12,14 +12,13 @@ pub struct Args {
     /// Coordinator URL, e.g. http://127.0.0.1:8080.
     #[arg(long, env = "LEXHIVE_COORDINATOR")]
     coordinator: String,
-    /// A researcher token (`coordinator token create --role researcher`).
-    #[arg(long, env = "LEXHIVE_TOKEN", hide_env_values = true)]
-    token: String,
+    #[command(flatten)]
+    token: crate::researcher::Token,
 }
 
 pub fn run(a: Args) -> Result<()> {
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("{}: cannot read", a.file.display()))?;
-    let client = Client::new(&a.coordinator, Some(a.token))?;
+    let client = Client::new(&a.coordinator, Some(a.token.resolve(&a.coordinator)?))?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let s: Submitted = rt
         .block_on(client.post_text("/experiments", text))

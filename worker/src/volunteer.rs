@@ -118,7 +118,7 @@ const MAX_IDLE_WAIT: Duration = Duration::from_secs(30);
 
 /// Where the worker keeps its token: `$LEXHIVE_CONFIG_DIR`, else `$XDG_CONFIG_HOME/lexhive`,
 /// else `~/.config/lexhive`.
-fn config_dir() -> Result<PathBuf> {
+pub(crate) fn config_dir() -> Result<PathBuf> {
     dir("LEXHIVE_CONFIG_DIR", "XDG_CONFIG_HOME", ".config")
 }
 
@@ -164,7 +164,12 @@ fn load_credentials(path: &Path) -> Result<Vec<Credential>> {
 
 /// Write the credentials file readable by its owner only, atomically.
 fn save_credentials(path: &Path, creds: &[Credential]) -> Result<()> {
-    let dir = path.parent().expect("credentials path has a folder");
+    write_private(path, serde_json::to_string_pretty(creds)?.as_bytes())
+}
+
+/// Write `bytes` to `path` readable by its owner only, atomically (a temporary file renamed).
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().expect("a file in a folder");
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
     {
@@ -176,7 +181,7 @@ fn save_credentials(path: &Path, creds: &[Credential]) -> Result<()> {
             .mode(0o600)
             .open(&tmp)
             .with_context(|| format!("{}: cannot write", tmp.display()))?;
-        f.write_all(serde_json::to_string_pretty(creds)?.as_bytes())?;
+        f.write_all(bytes)?;
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path).with_context(|| format!("{}: cannot write", path.display()))
