@@ -480,15 +480,9 @@ async fn greet(client: &Client, exit_when_idle: bool, quit: &AtomicU8) -> Result
 /// register) as one worker.
 fn hold_name(coordinator: &str, name: &str) -> Result<std::fs::File> {
     let dir = config_dir()?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let key = hex::encode(&Sha256::digest(format!("{coordinator}\n{name}").as_bytes())[..8]);
     let path = dir.join(format!("running-{key}.lock"));
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("{}: cannot open", path.display()))?;
+    let f = lock_file(&path)?;
     match f.try_lock() {
         Ok(()) => Ok(f),
         Err(std::fs::TryLockError::WouldBlock) => Err(Exit::Busy(format!(
@@ -502,17 +496,22 @@ fn hold_name(coordinator: &str, name: &str) -> Result<std::fs::File> {
 
 /// Lock the credentials file against other volunteers' reads and writes while held.
 fn lock_credentials(path: &Path) -> Result<std::fs::File> {
-    let dir = path.parent().expect("credentials path has a folder");
-    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     let lock = path.with_extension("lock");
-    let f = std::fs::OpenOptions::new()
+    let f = lock_file(&lock)?;
+    f.lock().with_context(|| format!("{}: cannot lock", lock.display()))?;
+    Ok(f)
+}
+
+/// A file to take a lock on (made, with its folder, if missing; never truncated).
+fn lock_file(path: &Path) -> Result<std::fs::File> {
+    let dir = path.parent().expect("a file in a folder");
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&lock)
-        .with_context(|| format!("{}: cannot open", lock.display()))?;
-    f.lock().with_context(|| format!("{}: cannot lock", lock.display()))?;
-    Ok(f)
+        .open(path)
+        .with_context(|| format!("{}: cannot open", path.display()))
 }
 
 /// A client carrying this machine's token for the coordinator, registering on first use; and
