@@ -266,6 +266,25 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     let finished = get_json(&format!("{u}/api/v1/experiments?status=finished")).await?;
     assert_eq!(finished.as_array().unwrap().len(), 4, "the filter works: {finished}");
 
+    // The games as one download and as `coordinator export`: every counted game, in order, and
+    // `worker cnn assemble` makes training records of them.
+    let gz = reqwest::get(format!("{u}/api/v1/experiments/{grid}/games.gcg.gz")).await?.bytes().await?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(&gz[..]), &mut text)?;
+    assert_eq!(text.matches("#lexhive-game ").count(), 120, "every game of the grid");
+    check_documented(u, "/experiments/{id}/games.gcg.gz", &format!("/experiments/{grid}/games.gcg.gz")).await?;
+    let exported = dir.0.join("games.gcg.gz");
+    coordinator_cmd(&db.url, &["export", "--experiment", &grid.to_string(), "--out", exported.to_str().unwrap()])?;
+    assert!(std::fs::read(&exported)? == gz[..], "the export is the download");
+    let frames = dir.0.join("frames.bin");
+    let out = std::process::Command::new(bin("worker"))
+        .args(["cnn", "assemble", exported.to_str().unwrap(), "--out", frames.to_str().unwrap()])
+        .output()?;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let record = 4 * (85 * 15 * 15 + 76 + 1);
+    let size = std::fs::metadata(&frames)?.len();
+    assert!(size > 0 && size % record == 0, "{size} bytes of {record}-byte records");
+
     // Screenshots of every page type, for docs/img (LEXHIVE_SCREENSHOTS=docs/img).
     for (name, path, height) in [
         ("experiments", String::new(), 500),

@@ -1,11 +1,13 @@
-//! CSV exports for spreadsheets and scripts: an experiment's cells, counted batches,
-//! contributors and endgame solutions. Rates are fractions 0..1, empty where there is nothing
-//! to say yet; fields are quoted as RFC 4180 says.
+//! Exports for spreadsheets, scripts and trainers: an experiment's cells, counted batches,
+//! contributors and endgame solutions as CSV (rates are fractions 0..1, empty where there is
+//! nothing to say yet; fields quoted as RFC 4180 says), and its games as one gzip stream.
 
 use crate::AppState;
 use crate::endgames::{self, Outcome};
+use crate::error::Error;
 use crate::error::Result;
 use crate::experiments::detail;
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -196,5 +198,57 @@ pub async fn endgames(State(st): State<AppState>, Path(id): Path<Uuid>) -> Resul
         "endgames",
         "position,value,state,shown_value,shown_exact,best,sequence,nodes,ms,solves,agreed_by,disagreed,cgp",
         rows,
+    ))
+}
+
+/// The counted batches of an experiment whose games were logged, in cell and deal order, as
+/// (batch, lease) keys of their results. `None`: no such experiment.
+pub async fn logged_batches(db: &sqlx::PgPool, id: Uuid) -> Result<Option<Vec<(Uuid, Uuid)>>> {
+    let kind: Option<(String,)> =
+        sqlx::query_as("SELECT kind FROM experiments WHERE id = $1").bind(id).fetch_optional(db).await?;
+    let Some((kind,)) = kind else { return Ok(None) };
+    if kind == "endgame" {
+        return Err(Error::not_found(format!(
+            "experiment {id} solves endgames: it has solutions (endgames.csv), not games"
+        )));
+    }
+    let mut rows: Vec<(Uuid, Uuid, i32, i64)> = sqlx::query_as(
+        "SELECT DISTINCT ON (r.batch_id) r.batch_id, r.lease_id, c.idx, b.first_unit
+         FROM batch_results r JOIN batches b ON b.id = r.batch_id JOIN cells c ON c.id = r.cell_id
+         WHERE r.state = 'valid' AND b.state = 'done' AND r.experiment_id = $1 ORDER BY r.batch_id, r.received_at",
+    )
+    .bind(id)
+    .fetch_all(db)
+    .await?;
+    rows.sort_by_key(|r| (r.2, r.3));
+    Ok(Some(rows.into_iter().map(|r| (r.0, r.1)).collect()))
+}
+
+/// One counted batch's GCG log, gzip-compressed as it was uploaded.
+pub async fn batch_log(db: &sqlx::PgPool, (batch, lease): (Uuid, Uuid)) -> std::result::Result<Vec<u8>, sqlx::Error> {
+    let (bytes,): (Vec<u8>,) = sqlx::query_as("SELECT gcg_gz FROM batch_results WHERE batch_id = $1 AND lease_id = $2")
+        .bind(batch)
+        .bind(lease)
+        .fetch_one(db)
+        .await?;
+    Ok(bytes)
+}
+
+/// `GET /api/v1/experiments/{id}/games.gcg.gz`: every counted game, as the volunteers logged
+/// it (each game after a `#lexhive-game N` line), in cell and deal order. The batches' gzip
+/// members follow one another, which is one gzip stream to `zcat` and to
+/// `worker cnn assemble`; streamed a batch at a time, so the coordinator holds one batch's
+/// log whatever the experiment's size. `coordinator export` writes the same bytes to a file.
+pub async fn games(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<impl IntoResponse> {
+    let batches = logged_batches(&st.db, id).await?.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?;
+    let stream = futures_util::stream::unfold((st.db.clone(), batches.into_iter()), |(db, mut rest)| async move {
+        let key = rest.next()?;
+        let member = batch_log(&db, key).await.map_err(std::io::Error::other);
+        Some((member, (db, rest)))
+    });
+    let disposition = format!("attachment; filename=\"experiment-{id}-games.gcg.gz\"");
+    Ok((
+        [(header::CONTENT_TYPE, "application/gzip".to_string()), (header::CONTENT_DISPOSITION, disposition)],
+        Body::from_stream(stream),
     ))
 }

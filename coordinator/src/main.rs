@@ -67,6 +67,16 @@ enum Cmd {
         #[arg(long)]
         experiment: Option<uuid::Uuid>,
     },
+    /// Write an experiment's counted games to a file: the bytes of
+    /// `GET /api/v1/experiments/{id}/games.gcg.gz` (GCG, gzip), for `worker cnn assemble`.
+    Export {
+        /// The experiment.
+        #[arg(long)]
+        experiment: uuid::Uuid,
+        /// Where to write (a temporary file beside it is renamed into place at the end).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Register a data file (lexicon graph, leave table, ...) that experiments can pin by sha256.
     Artifact {
         /// `lexicon`, `leaves`, `distribution`, `layout` or `winpct`.
@@ -266,6 +276,7 @@ pub fn router(state: AppState) -> Router {
         .route("/experiments/{id}/batches.csv", get(export::batches))
         .route("/experiments/{id}/contributors.csv", get(export::contributors))
         .route("/experiments/{id}/endgames.csv", get(export::endgames))
+        .route("/experiments/{id}/games.gcg.gz", get(export::games))
         .route("/experiments/{id}/endgames", get(endgames::api_solves))
         .route("/workers", get(workers::api_list))
         .route("/openapi.json", get(openapi))
@@ -478,6 +489,27 @@ async fn run(cli: Cli) -> Result<()> {
                 println!("cell {c}: stored totals differed from its batch results; fixed");
             }
             println!("{cells} cells recomputed, {} differed", fixed.len());
+        }
+        Cmd::Export { experiment, out } => {
+            let db = connect(url, 2).await?;
+            let batches = export::logged_batches(&db, experiment)
+                .await
+                .map_err(|e| anyhow::anyhow!(e.message))?
+                .with_context(|| format!("--experiment: no experiment {experiment}"))?;
+            let tmp = out.with_extension("partial");
+            let mut f = std::io::BufWriter::new(
+                std::fs::File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?,
+            );
+            let mut bytes = 0;
+            for key in &batches {
+                let member = export::batch_log(&db, *key).await?;
+                bytes += member.len();
+                std::io::Write::write_all(&mut f, &member)
+                    .with_context(|| format!("{}: cannot write", tmp.display()))?;
+            }
+            f.into_inner()?.sync_all()?;
+            std::fs::rename(&tmp, &out).with_context(|| format!("{}: cannot write", out.display()))?;
+            println!("{}: {} batches, {bytes} bytes (GCG, gzip)", out.display(), batches.len());
         }
         Cmd::Artifact { role, default, distribution, file } => {
             if !artifacts::ROLES.contains(&role.as_str()) {

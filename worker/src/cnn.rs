@@ -371,7 +371,7 @@ impl Drop for Output {
     }
 }
 
-/// The `.gcg` files named, folders searched one level deep, in name order.
+/// The `.gcg` (and `.gcg.gz`) files named, folders searched one level deep, in name order.
 fn gcg_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for p in inputs {
@@ -379,7 +379,7 @@ fn gcg_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
             let mut found: Vec<PathBuf> = std::fs::read_dir(p)
                 .with_context(|| format!("{}: cannot read the folder", p.display()))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.extension().is_some_and(|e| e == "gcg"))
+                .filter(|f| f.extension().is_some_and(|e| e == "gcg") || f.to_string_lossy().ends_with(".gcg.gz"))
                 .collect();
             found.sort();
             files.extend(found);
@@ -393,10 +393,16 @@ fn gcg_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 }
 
 /// The games of a file, read line by line: a game starts at a header line (`#character-encoding`
-/// or `#player1`) that follows a move line.
+/// or `#player1`) that follows a move line. A `.gz` file is read through gzip, every member of
+/// it (a coordinator's `games.gcg.gz` is one member per batch).
 fn games_in(path: &Path) -> Result<impl Iterator<Item = Result<GameText>>> {
     let file = std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let mut lines = std::io::BufReader::new(file).lines().enumerate();
+    let reader: Box<dyn BufRead> = if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(file)))
+    } else {
+        Box::new(std::io::BufReader::new(file))
+    };
+    let mut lines = reader.lines().enumerate();
     let name = path.display().to_string();
     let mut pending: Option<(usize, String)> = None;
     let mut done = false;
