@@ -584,8 +584,14 @@ fn two_volunteers_of_one_name_never_share_a_config_folder() {
     // The first waits for a coordinator that never answers, holding its name.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let url = format!("http://{closed}");
-    let mut first = volunteer_at(&url, &d, &[]).stderr(std::process::Stdio::null()).spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // A volunteer says it is waiting only once it holds its name: read that line first.
+    let waiting = |c: &mut std::process::Child| {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(c.stderr.as_mut().unwrap()), &mut line).unwrap();
+        assert!(line.contains("cannot reach the coordinator"), "{line}");
+    };
+    let mut first = volunteer_at(&url, &d, &[]).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    waiting(&mut first);
     let o = volunteer_at(&url, &d, &[]).output().unwrap();
     assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
     assert!(
@@ -596,7 +602,7 @@ fn two_volunteers_of_one_name_never_share_a_config_folder() {
     // Another name may share the folder.
     let mut other =
         volunteer_at(&url, &d, &["--name", "cli-other"]).stderr(std::process::Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    waiting(&mut other);
     assert!(other.try_wait().unwrap().is_none(), "a second name runs beside the first");
     for c in [&mut first, &mut other] {
         c.kill().unwrap();
