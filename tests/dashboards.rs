@@ -58,6 +58,11 @@ seed = 4
 [match]
 bot1 = "static"
 bot2 = "static"
+[sprt]
+p0 = 0.45
+p1 = 0.55
+alpha = 0.05
+beta = 0.05
 "#;
 
 fn count(hay: &str, needle: &str) -> usize {
@@ -209,6 +214,8 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     // Identical bots: no interval, no SPRT, and the page says why.
     let cell = &sm["cells"][0];
     assert_eq!((cell["evidence"].as_str(), cell["ci_low"].as_f64()), (Some("identical"), None), "{cell}");
+    assert!(cell["sprt_llr"].is_null() && cell["status"] == "finished", "{cell}");
+    assert!(cell["stop_reason"].as_str().unwrap().ends_with("so the SPRT could not decide"), "{cell}");
     let page = dump_dom(&format!("{}/experiments/{same}", coord.url), &profile)?;
     assert!(page.contains("bots are identical on these deals"), "{page}");
     assert!(page.contains("<g class=\"cell caveat\""), "no error bar for identical bots");

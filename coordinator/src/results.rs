@@ -16,7 +16,7 @@ use base64::Engine as _;
 use engine::winpct::WinSamples;
 use shared::experiment::{ExperimentKind, ExperimentSpec};
 use shared::protocol::{ArtifactRef, JobResult, ResultUpload, UploadResponse};
-use shared::stats::MatchTally;
+use shared::stats::{Evidence, MatchTally};
 use sqlx::types::Json as Db;
 use std::io::Read;
 use uuid::Uuid;
@@ -658,7 +658,13 @@ async fn record_in_cell(
                     kind.shown()
                 ),
             )),
-            (true, None) => Some(("finished", kind.finished(c.target_units as u64))),
+            (true, None) => {
+                let mut reason = kind.finished(c.target_units as u64);
+                if spec.kind.sprt().is_some() && sum.evidence() == Evidence::Identical {
+                    reason += "; the bots played alike on every deal, so the SPRT could not decide";
+                }
+                Some(("finished", reason))
+            }
             (false, Some(reason)) => Some(("stopped", reason)),
             (false, None) => None,
         };
