@@ -2,12 +2,12 @@
 //! validation, leases (heartbeat, expiry, release), idempotent uploads, 403/409, failures that
 //! park a batch, stopping an experiment, and two coordinators claiming side by side.
 
-use anyhow::Result;
+use anyhow::{Result, ensure};
 use base64::Engine as _;
 use e2e::*;
 use serde_json::{Value, json};
 use std::io::Write;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 struct Api {
@@ -835,4 +835,70 @@ async fn match_uploads_must_be_the_batchs_games() -> Result<()> {
 /// The experiment a claimed batch belongs to.
 fn experiment_of(b: &Value) -> Uuid {
     b["experiment_id"].as_str().unwrap().parse().unwrap()
+}
+
+/// A probe of a cell whose bots are slower than the deadline allows (no pace yet) misses it;
+/// the cell's later probes, the same batch requeued or a new one, get twice as long at each
+/// miss, so that slow bots are never lost to the deadline for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_that_miss_their_deadline_get_longer_ones() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(
+        &db.url,
+        &["--lease-secs", "2", "--deadline-secs", "3", "--reap-secs", "1", "--verify-fraction", "0"],
+    )?;
+    let api = Api::new(&coord.url);
+    let researcher = researcher_token(&db.url)?;
+    let (s, v) = api.submit(Some(&researcher), ONE_CELL).await;
+    assert_eq!(s, 200, "{v}");
+    let pool = db.pool().await?;
+    let left = |b: &Value| {
+        let (pool, id) = (pool.clone(), b["batch_id"].as_str().unwrap().to_string());
+        async move {
+            let (secs,): (f64,) =
+                sqlx::query_as("SELECT extract(epoch FROM deadline - now())::float8 FROM batches WHERE id = $1::uuid")
+                    .bind(id)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            secs
+        }
+    };
+    let a = api.register("slow-a").await;
+    let probe = api.claim(&a, None).await;
+    assert_eq!(probe["status"], "batch", "{probe}");
+    let secs = left(&probe).await;
+    assert!((2.0..=3.0).contains(&secs), "the usual deadline: {secs}");
+    // Heartbeats keep the lease until the deadline ends it; the reaper then requeues it.
+    let id = probe["batch_id"].as_str().unwrap().to_string();
+    let start = Instant::now();
+    loop {
+        api.post(&format!("/batches/{id}/heartbeat"), Some(&a), json!({ "lease_id": probe["lease_id"] })).await;
+        let (state, error): (String, Option<String>) =
+            sqlx::query_as("SELECT state, last_error FROM batches WHERE id = $1::uuid")
+                .bind(&id)
+                .fetch_one(&pool)
+                .await?;
+        if state == "queued" {
+            assert!(error.unwrap_or_default().starts_with("deadline passed"));
+            break;
+        }
+        ensure!(start.elapsed() < Duration::from_secs(20), "the probe was never reaped");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let (doubled,): (Option<f64>,) = sqlx::query_as("SELECT probe_deadline_secs FROM cells").fetch_one(&pool).await?;
+    assert_eq!(doubled, Some(6.0));
+    // Another owner's worker gets the same probe with the longer deadline; a new probe of the
+    // cell gets it too.
+    let b = api.register("slow-b").await;
+    let again = api.claim(&b, None).await;
+    assert_eq!(again["batch_id"].as_str(), Some(id.as_str()), "{again}");
+    let secs = left(&again).await;
+    assert!((5.0..=6.0).contains(&secs), "twice the deadline: {secs}");
+    let fresh = api.claim(&a, None).await;
+    assert_ne!(fresh["batch_id"], again["batch_id"], "{fresh}");
+    let secs = left(&fresh).await;
+    assert!((5.0..=6.0).contains(&secs), "twice the deadline: {secs}");
+    drop(coord);
+    db.drop_db().await
 }

@@ -179,7 +179,8 @@ pub async fn claim(
     // oldest work. Never to an owner that failed one or already uploaded it.
     let requeued: Option<(Uuid,)> = sqlx::query_as(
         concat!("UPDATE batches SET state = 'leased', lease_id = $1, lease_owner = $2, lease_expires = now() + make_interval(secs => $3),
-                deadline = now() + make_interval(secs => greatest($6, $7 * units * coalesce((SELECT ", unit_secs!(), " FROM cells c WHERE c.id = batches.cell_id), 0) / $8)),
+                deadline = now() + make_interval(secs => greatest($6,
+                    (SELECT coalesce($7 * units * ", unit_secs!(), " / $8, c.probe_deadline_secs, 0) FROM cells c WHERE c.id = batches.cell_id))),
                 leases = leases + 1, updated_at = now()
          WHERE id = (SELECT id FROM batches WHERE state = 'queued' AND NOT ($5 = ANY (exclude_owners))
                        AND experiment_id IN (SELECT id FROM experiments WHERE kind = ANY ($4))
@@ -215,7 +216,7 @@ pub async fn claim(
 macro_rules! runnable_cell {
     () => {
         concat!(
-            "SELECT c.id, c.experiment_id, c.next_unit, c.target_units, e.priority, e.kind, ",
+            "SELECT c.id, c.experiment_id, c.next_unit, c.target_units, e.priority, e.kind, c.probe_deadline_secs, ",
             unit_secs!(),
             " AS unit_secs
          FROM cells c JOIN experiments e ON e.id = c.experiment_id
@@ -236,6 +237,7 @@ struct RunnableCell {
     priority: i32,
     kind: String,
     unit_secs: Option<f64>,
+    probe_deadline_secs: Option<f64>,
 }
 
 /// The worker a batch is carved for.
@@ -290,6 +292,7 @@ async fn carve(
         priority,
         kind,
         unit_secs,
+        probe_deadline_secs,
     }) = cell
     else {
         return Ok(None);
@@ -299,8 +302,10 @@ async fn carve(
     // this cell's own pace once it has one: bots of one kind may be a thousand times slower
     // than others (a simulating bot that reads racks takes minutes a game).
     // Until a match cell has a pace, its batches are probes of the worker's first-batch size:
-    // the worker's rate may come from bots far faster than these. (Their deadline is the usual
-    // one, so that no lease outlives it whatever its heartbeats.)
+    // the worker's rate may come from bots far faster than these. Their deadline is the usual
+    // one, so that no lease outlives it whatever its heartbeats, until a probe of the cell
+    // misses it: then twice as long at each miss (`reap`), as bots that take many minutes a
+    // game need.
     let unit_secs = unit_secs.filter(|s| s.is_finite() && *s > 0.0);
     let threads = worker.threads.max(1) as f64;
     let probe = kind == JobKind::Match && unit_secs.is_none();
@@ -335,7 +340,11 @@ async fn carve(
     .bind(lease)
     .bind(worker.id)
     .bind(lease_secs)
-    .bind(deadline_secs.max(DEADLINE_SLACK * units as f64 * unit_secs.unwrap_or(0.0) / threads))
+    .bind(
+        deadline_secs
+            .max(DEADLINE_SLACK * units as f64 * unit_secs.unwrap_or(0.0) / threads)
+            .max(if probe { probe_deadline_secs.unwrap_or(0.0) } else { 0.0 }),
+    )
     .execute(&mut **tx)
     .await?;
     Ok(Some(id))
@@ -576,13 +585,14 @@ pub async fn settle_experiment(tx: &mut Transaction<'_, Postgres>, experiment: U
 /// Return expired leases (and batches past their deadline) to the queue, for another owner,
 /// parking those that enough owners let expire. Safe to run in every coordinator at once; the
 /// caller holds it back after a database outage (`Reaper`).
-pub async fn reap(db: &sqlx::PgPool, max_failures: u32) -> Result<u64> {
+pub async fn reap(db: &sqlx::PgPool, max_failures: u32, deadline_secs: u64) -> Result<u64> {
     let mut tx = db.begin().await?;
     #[derive(sqlx::FromRow)]
     struct Expired {
         id: Uuid,
         cell_id: Uuid,
         state: String,
+        overdue: bool,
     }
     let rows: Vec<Expired> = sqlx::query_as(concat!(
         "UPDATE batches b SET ",
@@ -591,13 +601,26 @@ pub async fn reap(db: &sqlx::PgPool, max_failures: u32) -> Result<u64> {
                            ELSE 'lease expired: worker ' || w.id::text || ' stopped heartbeating' END
          FROM workers w
          WHERE w.id = b.lease_owner AND b.id IN (SELECT id FROM batches WHERE state = 'leased' AND lease_expires < now() FOR UPDATE SKIP LOCKED)
-         RETURNING b.id, b.cell_id, b.state",
+         RETURNING b.id, b.cell_id, b.state, b.last_error LIKE 'deadline passed%' AS overdue",
     ))
     .bind(max_failures as i32)
     .fetch_all(&mut *tx)
     .await?;
     for b in &rows {
         tracing::warn!(batch = %b.id, state = %b.state, "lease expired");
+        if b.overdue {
+            // A probe that outlived its deadline: the cell's bots are slower than it allows.
+            sqlx::query(concat!(
+                "UPDATE cells c SET probe_deadline_secs = 2 * greatest(coalesce(c.probe_deadline_secs, 0), $2)
+                 WHERE c.id = $1 AND (",
+                unit_secs!(),
+                ") IS NULL AND (SELECT e.kind FROM experiments e WHERE e.id = c.experiment_id) = 'match'"
+            ))
+            .bind(b.cell_id)
+            .bind(deadline_secs as f64)
+            .execute(&mut *tx)
+            .await?;
+        }
         if b.state == "parked" {
             park_cell(&mut tx, b.cell_id).await?;
         }
