@@ -375,13 +375,8 @@ pub struct Step {
 /// Most buckets in the throughput series.
 const BUCKETS: i64 = 60;
 
-pub async fn history(db: &sqlx::PgPool, id: Uuid) -> Result<History> {
-    let (Db(spec),): (Db<ExperimentSpec>,) = sqlx::query_as("SELECT spec FROM experiments WHERE id = $1")
-        .bind(id)
-        .fetch_optional(db)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("no experiment {id}")))?;
-    let sprt = spec.kind.sprt();
+/// `sprt`: the experiment's test, for each step's LLR.
+pub async fn history(db: &sqlx::PgPool, id: Uuid, sprt: Option<&Sprt>) -> Result<History> {
     let cell_index: std::collections::HashMap<Uuid, i32> =
         sqlx::query_as("SELECT id, idx FROM cells WHERE experiment_id = $1")
             .bind(id)
@@ -428,7 +423,12 @@ pub async fn history(db: &sqlx::PgPool, id: Uuid) -> Result<History> {
 }
 
 pub async fn api_history(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Json<History>> {
-    Ok(Json(history(&st.db, id).await?))
+    let (Db(spec),): (Db<ExperimentSpec>,) = sqlx::query_as("SELECT spec FROM experiments WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&st.db)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no experiment {id}")))?;
+    Ok(Json(history(&st.db, id, spec.kind.sprt()).await?))
 }
 
 /// A cell as stored.

@@ -508,15 +508,7 @@ impl Generator {
         let l = &self.lane;
         let scores = &self.rack_scores;
         let r = self.max_place;
-        let mut empties = [0usize; DIM];
-        let mut m = 0;
-        for (p, &t) in l.tiles.iter().enumerate().skip(left_limit) {
-            if t == 0 {
-                empties[m] = p;
-                m += 1;
-            }
-        }
-        let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
+        let (empties, m, ai) = empty_squares(&l.tiles, left_limit, a);
         // Best score bound for each tile count.
         let mut best = [i32::MIN; 8];
         // Windows by leftmost empty square `j`, growing rightwards one tile at a time.
@@ -629,15 +621,7 @@ impl Generator {
     fn word_map_anchor(&mut self, map: &Anagrams, a: usize, left_limit: usize, blanks: u8) {
         let l = self.lane;
         let r = self.max_place;
-        let mut empties = [0usize; DIM];
-        let mut m = 0;
-        for (p, &t) in l.tiles.iter().enumerate().skip(left_limit) {
-            if t == 0 {
-                empties[m] = p;
-                m += 1;
-            }
-        }
-        let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
+        let (empties, m, ai) = empty_squares(&l.tiles, left_limit, a);
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
             let mut lo = empties[j];
             while lo > 0 && l.tiles[lo - 1] != 0 {
@@ -1097,4 +1081,20 @@ impl Generator {
             })
             .count() as i32
     }
+}
+
+/// The lane's empty squares from `left_limit` on (their positions, then how many), and which
+/// of them is anchor `a`: the windows a play from `a` can fill.
+#[inline]
+fn empty_squares(tiles: &[u8; DIM], left_limit: usize, a: usize) -> ([usize; DIM], usize, usize) {
+    let mut empties = [0usize; DIM];
+    let mut m = 0;
+    for (p, &t) in tiles.iter().enumerate().skip(left_limit) {
+        if t == 0 {
+            empties[m] = p;
+            m += 1;
+        }
+    }
+    let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
+    (empties, m, ai)
 }

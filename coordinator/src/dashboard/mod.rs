@@ -159,7 +159,7 @@ fn contributors(d: &Detail, counted: &str) -> Markup {
 /// against time, a heatmap for 2-D grids, and the cells table.
 async fn match_page(st: &AppState, d: &Detail, spec: &MatchSpec) -> Result<Html<String>> {
     let id = d.summary.id;
-    let h = experiments::history(&st.db, id).await?;
+    let h = experiments::history(&st.db, id, spec.sprt.as_ref()).await?;
     let s = &d.summary;
     let labels: Vec<plots::Label> =
         d.cells.iter().map(|c| plots::Label { short: short_label(d, c), full: cell_label(d, c) }).collect();
@@ -376,7 +376,7 @@ fn position_row(p: &PositionView) -> Markup {
 /// P(win) against spread for a few counts of unseen tiles, with a link to the artifact.
 async fn wintable_page(st: &AppState, d: &Detail, w: &WintableSpec) -> Result<Html<String>> {
     let s = &d.summary;
-    let h = experiments::history(&st.db, s.id).await?;
+    let h = experiments::history(&st.db, s.id, None).await?;
     let table = match &d.output_sha256 {
         Some(sha) => {
             let (bytes,): (Vec<u8>,) =

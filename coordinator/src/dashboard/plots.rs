@@ -9,7 +9,7 @@ use super::charts::{
 use crate::experiments::{CellView, History};
 use maud::{Markup, html};
 use shared::experiment::Axis;
-use shared::stats::Evidence;
+use shared::stats::{Evidence, pct};
 
 /// How a cell is named on a plot: `short` where room is tight, `full` in tooltips and legends.
 pub struct Label {
@@ -63,7 +63,7 @@ pub fn winrate(cells: &[CellView], labels: &[Label], x_title: &str, bot1: &str) 
             @match (c.win_rate, c.ci_low, c.ci_high) {
                 (Some(p), Some(a), Some(b)) => {
                     g.cell data-index=(c.index) data-decided=(decided(c)) {
-                        title { (labels[i].full) ": " (pct1(p)) " (95%: " (pct1(a)) " – " (pct1(b)) "), " (thousands(c.games as f64)) " games" }
+                        title { (labels[i].full) ": " (pct(p)) " (95%: " (pct(a)) " – " (pct(b)) "), " (thousands(c.games as f64)) " games" }
                         line.ci x1=(xi) x2=(xi) y1=(f1(f.y.px(a))) y2=(f1(f.y.px(b))) {}
                         line.ci x1=(f1(x - 5.0)) x2=(f1(x + 5.0)) y1=(f1(f.y.px(a))) y2=(f1(f.y.px(a))) {}
                         line.ci x1=(f1(x - 5.0)) x2=(f1(x + 5.0)) y1=(f1(f.y.px(b))) y2=(f1(f.y.px(b))) {}
@@ -121,12 +121,17 @@ pub fn convergence(h: &History, labels: &[Label], bot1: &str) -> Markup {
             }
         }
     };
-    let items: Vec<(String, &str)> =
-        labels.iter().enumerate().map(|(i, l)| (l.full.clone(), PALETTE[i % PALETTE.len()])).collect();
     html! {
         (f.svg("convergence", "win rate as games came in, with 95% bands", &axes, marks))
-        @if labels.len() > 1 { (legend("convergence-legend", &items)) }
+        @if labels.len() > 1 { (cell_legend("convergence-legend", labels)) }
     }
+}
+
+/// Each cell's colour and name, as its line is drawn.
+fn cell_legend(id: &str, labels: &[Label]) -> Markup {
+    let items: Vec<(String, &str)> =
+        labels.iter().enumerate().map(|(i, l)| (l.full.clone(), PALETTE[i % PALETTE.len()])).collect();
+    legend(id, &items)
 }
 
 /// The SPRT's log-likelihood ratio of each cell as its games came in, between the bounds that
@@ -157,11 +162,9 @@ pub fn sprt(h: &History, labels: &[Label], bounds: (f64, f64), p0: f64, p1: f64)
             }
         }
     };
-    let items: Vec<(String, &str)> =
-        labels.iter().enumerate().map(|(i, l)| (l.full.clone(), PALETTE[i % PALETTE.len()])).collect();
     html! {
         (f.svg("sprt", "SPRT log-likelihood ratio against its bounds", &axes, marks))
-        @if labels.len() > 1 { (legend("sprt-legend", &items)) }
+        @if labels.len() > 1 { (cell_legend("sprt-legend", labels)) }
     }
 }
 
@@ -211,7 +214,7 @@ pub fn pareto(cells: &[CellView], labels: &[Label], bot1: &str) -> Option<Markup
         @for (k, &(i, ms, p, lo, hi)) in pts.iter().enumerate() {
             @let (x, on_front) = (f.x.px(ms), front.contains(&k));
             g.tradeoff data-index=(cells[i].index) data-front=(on_front) {
-                title { (labels[i].full) ": " (pct1(p)) " (95%: " (pct1(lo)) " – " (pct1(hi)) ") at " (format!("{ms:.1}")) " ms a move" }
+                title { (labels[i].full) ": " (pct(p)) " (95%: " (pct(lo)) " – " (pct(hi)) ") at " (format!("{ms:.1}")) " ms a move" }
                 line.ci x1=(f1(x)) x2=(f1(x)) y1=(f1(f.y.px(lo))) y2=(f1(f.y.px(hi))) {}
                 circle class=(if on_front { "point sig" } else { "point" }) cx=(f1(x)) cy=(f1(f.y.px(p))) r="5" {}
                 text.tick x=(f1(x + 8.0)) y=(f1(f.y.px(p) - 6.0)) { (labels[i].short) }
@@ -257,7 +260,7 @@ pub fn heatmap(cells: &[CellView], labels: &[Label], rows: &Axis, cols: &Axis) -
                         g.hcell data-index=(c.index) data-decided=(decided(c)) {
                             title {
                                 (labels.get(c.index as usize).map_or("", |l| l.full.as_str())) ": "
-                                @match c.caveat { Some(w) => { (w) }, None => { (pct1o(c.win_rate)) " (95%: " (pct1o(c.ci_low)) " – " (pct1o(c.ci_high)) ")" } }
+                                @match c.caveat { Some(w) => { (w) }, None => { (super::pct(c.win_rate)) " (95%: " (super::pct(c.ci_low)) " – " (super::pct(c.ci_high)) ")" } }
                                 " over " (thousands(c.games as f64)) " games, " (format!("{:.1}", c.ms_per_move[0])) " ms a move"
                             }
                             rect class=(if decided(c) { "sig" } else { "" }) x=(f1(x + 1.0)) y=(f1(y + 1.0)) width=(f1(cw - 2.0)) height=(f1(ch - 2.0)) fill=(bg.map_or("#eee".to_string(), rgb)) {}
@@ -265,7 +268,7 @@ pub fn heatmap(cells: &[CellView], labels: &[Label], rows: &Axis, cols: &Axis) -
                                 @match (c.caveat, c.win_rate, c.ci_low, c.ci_high) {
                                     (Some(w), ..) => { (w) }
                                     (None, Some(p), Some(lo), Some(hi)) => {
-                                        (pct1(p)) (format!(" ±{:.1}", 50.0 * (hi - lo))) @if decided(c) { " *" }
+                                        (pct(p)) (format!(" ±{:.1}", 50.0 * (hi - lo))) @if decided(c) { " *" }
                                     }
                                     _ => { "–" }
                                 }
@@ -361,12 +364,4 @@ pub fn wintable(t: &engine::winpct::WinTable) -> Markup {
         (f.svg("wintable", "P(win) against spread", &axes, marks))
         (legend("wintable-legend", &items))
     }
-}
-
-fn pct1(x: f64) -> String {
-    shared::stats::pct(x)
-}
-
-fn pct1o(x: Option<f64>) -> String {
-    x.map_or("–".into(), pct1)
 }
