@@ -68,7 +68,9 @@ schemas={
  "WorkerView": obj({"id":UUID,"name":S(),"threads":I(),"created_at":TIME,"last_seen":TIME,
    "seconds_since_seen":N(),"games":I("games played"),"positions":I("endgame positions solved"),"batches":I(),
    "games_per_sec":null(N()),"leased_batches":I(),"rejected":I("uploads refused"),"owner":S(),
-   "validated":I(),"mismatches":I(),"quarantine_reason":null(S())}),
+   "validated":I(),"mismatches":I(),"quarantine_reason":null(S()),
+   "capabilities":arr(S(enum=["onnx","cuda"]),None,"what it can run beyond the engine: onnx (CNN bots), cuda (their nets on a GPU)"),
+   "gpu_name":null(S("its GPU, where one answered")),"gpu_memory_mb":null(I())}),
  "Version": obj({"service":S("always `lexhive`",enum=["lexhive"]),"protocol":I("the volunteers' protocol version"),"version":S("the coordinator's build")}),
  "Submitted": obj({"id":UUID,"cells":I(),"games":I(),"counted":S(enum=["games","positions"])}),
 }
@@ -76,7 +78,8 @@ det=dict(schemas["Summary"]); det=json.loads(json.dumps(det))
 det["properties"].update({"spec":{"type":"object","description":"the experiment file as parsed"},
   "cells":arr(ref("CellView")),"batches":{"type":"object","additionalProperties":{"type":"integer"},
   "description":"batches by state: queued, leased, done, parked, cancelled"},
-  "parked":arr(ref("ParkedBatch")),"contributors":arr(ref("Contributor")),"output_sha256":null(S())})
+  "parked":arr(ref("ParkedBatch")),"contributors":arr(ref("Contributor")),"output_sha256":null(S()),
+  "needs":arr(S(enum=["onnx","cuda"]),None,"what a worker must run to be given its batches: onnx (a CNN bot), cuda (a GPU)")})
 det["required"]=list(det["properties"])
 schemas["Detail"]=det
 err=lambda d: {"description":d,"content":{"application/json":{"schema":ref("ApiError")}}}

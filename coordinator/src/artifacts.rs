@@ -1,5 +1,6 @@
-//! Content-addressed data files (lexicon graph, leave table, distribution, layout), kept in
-//! Postgres so that any coordinator can serve them, and fetched by workers by sha256.
+//! Content-addressed data files (lexicon graph, leave table, distribution, layout, win table,
+//! value nets), kept in Postgres so that any coordinator can serve them, and fetched by
+//! workers by sha256.
 
 use crate::AppState;
 use crate::error::{Error, Result};
@@ -14,6 +15,10 @@ use std::path::Path as FsPath;
 
 /// Roles every match job gets, in the order batch specs list them.
 pub const ROLES: [&str; 5] = ["lexicon", "leaves", "distribution", "layout", "winpct"];
+
+/// The role of CNN bots' value nets: an experiment gets the ones its bots name
+/// (`cnn:model=SHA256`), never a default.
+pub const MODEL: &str = "model";
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -100,6 +105,26 @@ pub async fn resolve(db: &sqlx::PgPool, pinned: &shared::experiment::Artifacts) 
             None => Error::unprocessable(format!("artifacts.{role}: this coordinator has no default {role}")),
         })?;
         out.push(ArtifactRef { role: role.into(), name, sha256, size: size as u64 });
+    }
+    Ok(out)
+}
+
+/// The value nets `models` (sha256s from CNN bots' specs), each a `model` artifact here.
+pub async fn resolve_models(db: &sqlx::PgPool, models: &[String]) -> Result<Vec<ArtifactRef>> {
+    let mut out = Vec::new();
+    for sha in models {
+        let row: Option<(String, i64)> =
+            sqlx::query_as("SELECT name, size FROM artifacts WHERE sha256 = $1 AND role = $2")
+                .bind(sha)
+                .bind(MODEL)
+                .fetch_optional(db)
+                .await?;
+        let (name, size) = row.ok_or_else(|| {
+            Error::unprocessable(format!(
+                "match: a CNN bot names model={sha}, and this coordinator has no model artifact with that sha256 (add one with `coordinator artifact --role model FILE.onnx`)"
+            ))
+        })?;
+        out.push(ArtifactRef { role: MODEL.into(), name, sha256: sha.clone(), size: size as u64 });
     }
     Ok(out)
 }

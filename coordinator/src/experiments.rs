@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use shared::experiment::{ExperimentSpec, JobKind};
+use shared::experiment::{self, ExperimentSpec, JobKind};
 use shared::protocol::Submitted;
 use shared::stats::{Evidence, MatchTally, Sprt, SprtDecision};
 use sqlx::types::Json as Db;
@@ -19,12 +19,14 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
     caller.researcher()?;
     let spec = ExperimentSpec::parse(&body).map_err(|e| Error::unprocessable(e.to_string()))?;
     let cells = spec.cells().map_err(|e| Error::unprocessable(e.to_string()))?;
-    let artifacts = crate::artifacts::resolve(&st.db, &spec.artifacts).await?;
+    let mut artifacts = crate::artifacts::resolve(&st.db, &spec.artifacts).await?;
     let dist = crate::artifacts::distribution(&st.db, &artifacts).await?;
     spec.check_positions(&dist).map_err(|e| Error::unprocessable(e.to_string()))?;
+    artifacts.extend(crate::artifacts::resolve_models(&st.db, &experiment::models(&cells)).await?);
+    let needs = experiment::needs(&spec, &cells);
     let id = Uuid::new_v4();
     let mut tx = st.db.begin().await?;
-    sqlx::query("INSERT INTO experiments (id, name, kind, spec, artifacts, priority, owner_token) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+    sqlx::query("INSERT INTO experiments (id, name, kind, spec, artifacts, priority, owner_token, needs) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
         .bind(id)
         .bind(&spec.name)
         .bind(spec.kind.job_kind().as_str())
@@ -32,6 +34,7 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
         .bind(Db(&artifacts))
         .bind(spec.priority)
         .bind(&caller.token_hash)
+        .bind(&needs)
         .execute(&mut *tx)
         .await?;
     let kind = spec.kind.job_kind();
@@ -338,6 +341,8 @@ pub struct Detail {
     pub contributors: Vec<Contributor>,
     /// The artifact the experiment made (a wintable experiment's fitted table), by sha256.
     pub output_sha256: Option<String>,
+    /// What a worker must be able to run to be given its batches (`onnx`, `cuda`).
+    pub needs: Vec<String>,
 }
 
 #[derive(Serialize, sqlx::FromRow)]
@@ -482,8 +487,11 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     let row: Option<SummaryRow> =
         sqlx::query_as(concat!(summary_sql!(), " WHERE e.id = $1")).bind(id).fetch_optional(db).await?;
     let summary = row.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?.summary()?;
-    let (Db(spec), output_sha256): (Db<ExperimentSpec>, Option<String>) =
-        sqlx::query_as("SELECT spec, output_sha256 FROM experiments WHERE id = $1").bind(id).fetch_one(db).await?;
+    let (Db(spec), output_sha256, needs): (Db<ExperimentSpec>, Option<String>, Vec<String>) =
+        sqlx::query_as("SELECT spec, output_sha256, needs FROM experiments WHERE id = $1")
+            .bind(id)
+            .fetch_one(db)
+            .await?;
     let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_units, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
     let cells = rows.into_iter().map(|r| r.view(spec.kind.sprt(), spec.kind.job_kind())).collect();
     let counts: Vec<(String, i64)> =
@@ -509,7 +517,7 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     .bind(id)
     .fetch_all(db)
     .await?;
-    Ok(Detail { summary, spec, cells, batches, parked, contributors, output_sha256 })
+    Ok(Detail { summary, spec, cells, batches, parked, contributors, output_sha256, needs })
 }
 
 /// Why an SPRT stopped a cell, in words for the dashboard.

@@ -79,10 +79,11 @@ enum Cmd {
     },
     /// Register a data file (lexicon graph, leave table, ...) that experiments can pin by sha256.
     Artifact {
-        /// `lexicon`, `leaves`, `distribution`, `layout` or `winpct`.
+        /// `lexicon`, `leaves`, `distribution`, `layout`, `winpct`, or `model` (a CNN bot's
+        /// value net, `.onnx`: experiments name it by the sha256 this prints).
         #[arg(long)]
         role: String,
-        /// Make it the default for its role.
+        /// Make it the default for its role (not for models: bots name theirs).
         #[arg(long)]
         default: bool,
         /// The tile distribution a lexicon's letters are read with (default: the shipped
@@ -512,8 +513,11 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{}: {} batches, {bytes} bytes (GCG, gzip)", out.display(), batches.len());
         }
         Cmd::Artifact { role, default, distribution, file } => {
-            if !artifacts::ROLES.contains(&role.as_str()) {
-                anyhow::bail!("--role: must be one of {}", artifacts::ROLES.join(", "));
+            if !artifacts::ROLES.contains(&role.as_str()) && role != artifacts::MODEL {
+                anyhow::bail!("--role: must be one of {}, {}", artifacts::ROLES.join(", "), artifacts::MODEL);
+            }
+            if role == artifacts::MODEL && default {
+                anyhow::bail!("--default: there is no default model; CNN bots name theirs (cnn:model=SHA256)");
             }
             let bytes = std::fs::read(&file).with_context(|| format!("{}: cannot read", file.display()))?;
             let dist = match &distribution {
@@ -536,9 +540,29 @@ fn check_artifact(role: &str, file: &std::path::Path, bytes: &[u8], dist: &engin
         "leaves" => engine::leaves::Klv::from_bytes(bytes, &file.display().to_string()).map(drop),
         "distribution" => engine::tiles::Distribution::load(file).map(drop),
         "winpct" => engine::winpct::WinTable::load(file).map(drop),
+        artifacts::MODEL => return check_model(file, bytes),
         _ => engine::board::Layout::load(file).map(drop),
     };
     ok.map_err(Into::into)
+}
+
+/// What the coordinator can check of a value net without ONNX Runtime (volunteers load it and
+/// check its shapes): an ONNX file (a protobuf `ModelProto`, whose first field is its IR
+/// version) that names the inputs and output of the model contract (docs/CNN.md).
+fn check_model(file: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    let bad = |why: &str| anyhow::anyhow!("{}: {why}", file.display());
+    if file.extension().and_then(|e| e.to_str()) != Some("onnx") {
+        return Err(bad("a model is an ONNX file named *.onnx"));
+    }
+    if bytes.first() != Some(&0x08) {
+        return Err(bad("not an ONNX model (it does not start with an IR version)"));
+    }
+    for name in ["planes", "scalars", "value"] {
+        if !bytes.windows(name.len()).any(|w| w == name.as_bytes()) {
+            return Err(bad(&format!("not a lexhive value net: it names no `{name}` (docs/CNN.md)")));
+        }
+    }
+    Ok(())
 }
 
 fn main() {

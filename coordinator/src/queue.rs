@@ -72,6 +72,24 @@ fn check_kinds(names: &[String]) -> Result<Vec<String>> {
     Ok(kind_names(&kinds))
 }
 
+/// A worker's GPU as stored: its name (checked like worker names) and memory.
+struct StoredGpu {
+    name: Option<String>,
+    memory_mb: Option<i64>,
+}
+
+impl StoredGpu {
+    fn of(c: &Capabilities) -> Result<StoredGpu> {
+        Ok(match &c.gpu {
+            Some(g) => StoredGpu {
+                name: Some(owners::check_name("capabilities.gpu.name", &g.name)?.to_string()),
+                memory_mb: Some(g.memory_mb.min(1 << 40) as i64),
+            },
+            None => StoredGpu { name: None, memory_mb: None },
+        })
+    }
+}
+
 /// `POST /api/v1/workers/register`: returns a worker token. With an owner token the worker
 /// joins that owner; without one (open registration only) it gets an owner of its own.
 pub async fn register(
@@ -97,8 +115,10 @@ pub async fn register(
             ));
         }
     };
+    let gpu = StoredGpu::of(&r.capabilities)?;
     let inserted = sqlx::query(
-        "INSERT INTO workers (id, name, threads, kinds, owner_id, created_from) VALUES ($1, $2, $3, $4, $5, $6)
+        "INSERT INTO workers (id, name, threads, kinds, owner_id, created_from, capabilities, gpu_name, gpu_memory_mb)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (owner_id, lower(name)) DO NOTHING",
     )
     .bind(id)
@@ -107,6 +127,9 @@ pub async fn register(
     .bind(&kinds)
     .bind(owner)
     .bind(peer.0.map(|a| a.to_string()))
+    .bind(r.capabilities.names())
+    .bind(gpu.name)
+    .bind(gpu.memory_mb)
     .execute(&mut *tx)
     .await?;
     if inserted.rows_affected() == 0 {
@@ -153,8 +176,11 @@ pub async fn claim(
         quarantined: bool,
         leased: i64,
     }
+    let caps = r.capabilities.names();
+    let gpu = StoredGpu::of(&r.capabilities)?;
     let me: Me = sqlx::query_as(
-        "UPDATE workers SET last_seen = now(), threads = $2, kinds = $3, rates = $4 WHERE id = $1
+        "UPDATE workers SET last_seen = now(), threads = $2, kinds = $3, rates = $4, capabilities = $5,
+                gpu_name = $6, gpu_memory_mb = $7 WHERE id = $1
          RETURNING owner_id, quarantine_reason, quarantined_at IS NOT NULL AS quarantined,
                    (SELECT count(*) FROM batches WHERE lease_owner = $1 AND state = 'leased') AS leased",
     )
@@ -162,6 +188,9 @@ pub async fn claim(
     .bind(threads)
     .bind(&kinds)
     .bind(Db(&rates))
+    .bind(&caps)
+    .bind(gpu.name)
+    .bind(gpu.memory_mb)
     .fetch_one(&mut *tx)
     .await?;
     if me.quarantined {
@@ -183,7 +212,7 @@ pub async fn claim(
                     (SELECT coalesce($7 * units * ", unit_secs!(), " / $8, c.probe_deadline_secs, 0) FROM cells c WHERE c.id = batches.cell_id))),
                 leases = leases + 1, updated_at = now()
          WHERE id = (SELECT id FROM batches WHERE state = 'queued' AND NOT ($5 = ANY (exclude_owners))
-                       AND experiment_id IN (SELECT id FROM experiments WHERE kind = ANY ($4))
+                       AND experiment_id IN (SELECT id FROM experiments WHERE kind = ANY ($4) AND needs <@ $9)
                      ORDER BY priority DESC, created_at FOR NO KEY UPDATE SKIP LOCKED LIMIT 1)
          RETURNING id"),
     )
@@ -195,12 +224,13 @@ pub async fn claim(
     .bind(deadline_secs)
     .bind(DEADLINE_SLACK)
     .bind(threads.max(1) as f64)
+    .bind(&caps)
     .fetch_optional(&mut *tx)
     .await?;
     let batch = match requeued {
         Some((id,)) => Some(id),
         None => {
-            let worker = Claimer { id: worker, threads, kinds: &kinds, rates: &rates };
+            let worker = Claimer { id: worker, threads, kinds: &kinds, caps: &caps, rates: &rates };
             carve(&mut tx, &worker, lease, [lease_secs, deadline_secs], st.cfg.batch_secs).await?
         }
     };
@@ -221,7 +251,7 @@ macro_rules! runnable_cell {
             " AS unit_secs
          FROM cells c JOIN experiments e ON e.id = c.experiment_id
          WHERE c.status = 'running' AND c.next_unit < c.target_units AND e.status IN ('queued', 'running')
-           AND e.kind = ANY ($1)
+           AND e.kind = ANY ($1) AND e.needs <@ $2
          ORDER BY e.priority DESC, e.last_claim_at NULLS FIRST, c.last_claim_at NULLS FIRST, c.idx"
         )
     };
@@ -246,6 +276,8 @@ struct Claimer<'a> {
     threads: i32,
     /// Kind names it runs.
     kinds: &'a [String],
+    /// What it can run beyond the engine, by name (an experiment's `needs` must be among them).
+    caps: &'a [String],
     /// Its measured units per second, by kind name.
     rates: &'a std::collections::BTreeMap<String, f64>,
 }
@@ -276,11 +308,13 @@ async fn carve(
     let mut cell: Option<RunnableCell> =
         sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c SKIP LOCKED LIMIT 1"))
             .bind(worker.kinds)
+            .bind(worker.caps)
             .fetch_optional(&mut **tx)
             .await?;
     if cell.is_none() {
         cell = sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c LIMIT 1"))
             .bind(worker.kinds)
+            .bind(worker.caps)
             .fetch_optional(&mut **tx)
             .await?;
     }

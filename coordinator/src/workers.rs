@@ -31,6 +31,11 @@ pub struct WorkerView {
     pub mismatches: i64,
     /// Why it was quarantined (found wrong, or its owner banned); `None` while in good standing.
     pub quarantine_reason: Option<String>,
+    /// What it said it can run beyond the engine at its last claim: `onnx` (CNN bots), `cuda`.
+    pub capabilities: Vec<String>,
+    /// Its GPU, where one answered.
+    pub gpu_name: Option<String>,
+    pub gpu_memory_mb: Option<i64>,
 }
 
 pub async fn list(db: &sqlx::PgPool) -> Result<Vec<WorkerView>> {
@@ -38,7 +43,8 @@ pub async fn list(db: &sqlx::PgPool) -> Result<Vec<WorkerView>> {
         "SELECT w.id, w.name, w.threads, w.created_at, w.last_seen,
                 extract(epoch FROM now() - w.last_seen)::float8 AS seconds_since_seen, w.games, w.positions, w.batches, w.games_per_sec, w.rejected,
                 (SELECT count(*) FROM batches b WHERE b.lease_owner = w.id AND b.state = 'leased') AS leased_batches,
-                o.name AS owner, w.validated, w.mismatches, w.quarantine_reason
+                o.name AS owner, w.validated, w.mismatches, w.quarantine_reason,
+                w.capabilities, w.gpu_name, w.gpu_memory_mb
          FROM workers w JOIN owners o ON o.id = w.owner_id ORDER BY w.last_seen DESC LIMIT 1000",
     )
     .fetch_all(db)

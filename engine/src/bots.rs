@@ -284,11 +284,14 @@ impl BotSpec {
     }
 
     /// Whether the bot's moves follow from the position and seed alone, on any machine: false
-    /// for time budgets (`ms`, `endgame=MS`), which stop a search wherever the clock says.
+    /// for time budgets (`ms`, `endgame=MS`), which stop a search wherever the clock says, and
+    /// for the CNN bot, whose net's values differ in their last bits between CPUs (ONNX
+    /// Runtime picks kernels by instruction set), GPUs and library versions, so that two
+    /// candidates valued alike can swap places on another machine.
     pub fn deterministic(&self) -> bool {
         match self {
             BotSpec::Sim { ms, .. } => ms.is_none(),
-            BotSpec::Endgame { .. } => false,
+            BotSpec::Endgame { .. } | BotSpec::Cnn { .. } => false,
             _ => true,
         }
     }

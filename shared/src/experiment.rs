@@ -194,6 +194,9 @@ struct File {
     sprt: Option<Sprt>,
     #[serde(default)]
     artifacts: Artifacts,
+    /// Hand the batches only to workers whose CNN inference runs on a GPU.
+    #[serde(default)]
+    gpu: bool,
 }
 
 fn default_seed() -> u64 {
@@ -270,6 +273,9 @@ pub struct ExperimentSpec {
     pub priority: i32,
     pub seed: u64,
     pub artifacts: Artifacts,
+    /// Only workers whose CNN inference runs on a GPU are given its batches.
+    #[serde(default)]
+    pub gpu: bool,
     /// Stored flat beside the fields above, tagged by `"kind"`.
     #[serde(flatten)]
     pub kind: ExperimentKind,
@@ -380,6 +386,9 @@ impl ExperimentSpec {
                 return err(field, "must be a lowercase hex sha256");
             }
         }
+        if f.gpu && kind != JobKind::Match {
+            return err("gpu", "only match experiments (with a CNN bot) run on GPUs");
+        }
         match kind {
             JobKind::Match => Self::parse_match(f, name),
             JobKind::Endgame => Self::parse_endgame(f, name),
@@ -448,13 +457,17 @@ impl ExperimentSpec {
         let m = MatchSpec { games_per_cell: games, bots: [m.bot1, m.bot2], axes, sprt: f.sprt };
         m.check_axes()?;
         // Building every cell validates every bot the grid makes.
-        m.cells()?;
+        let cells = m.cells()?;
+        if f.gpu && models(&cells).is_empty() {
+            return err("gpu", "no bot of this experiment is a CNN bot, so none would use a GPU");
+        }
         Ok(ExperimentSpec {
             name,
             description: f.description,
             priority: f.priority.clamp(-100, 100),
             seed: f.seed,
             artifacts: f.artifacts,
+            gpu: f.gpu,
             kind: ExperimentKind::Match(m),
         })
     }
@@ -483,6 +496,7 @@ impl ExperimentSpec {
             priority: f.priority.clamp(-100, 100),
             seed: f.seed,
             artifacts: f.artifacts,
+            gpu: false,
             kind: ExperimentKind::Wintable(WintableSpec { games }),
         })
     }
@@ -550,6 +564,7 @@ impl ExperimentSpec {
             priority: f.priority.clamp(-100, 100),
             seed: f.seed,
             artifacts: f.artifacts,
+            gpu: false,
             kind: ExperimentKind::Endgame(spec),
         })
     }
@@ -705,14 +720,48 @@ fn apply_params(
     Ok(spec)
 }
 
-/// A bot volunteers can play: any bot but the CNN bot, whose model volunteers cannot fetch yet.
+/// A bot volunteers can play: any bot, but a CNN bot's model is named by the sha256 of an
+/// artifact (volunteers fetch it from the coordinator), never by a path.
 fn volunteer_bot(spec: &str) -> Result<BotSpec, String> {
     match BotSpec::parse(spec).map_err(|e| e.message)? {
-        BotSpec::Cnn { .. } => Err(format!(
-            "`{spec}`: CNN bots play locally (`worker autoplay`) for now; volunteers cannot fetch models yet"
+        BotSpec::Cnn { model, .. } if !is_sha256(&model) => Err(format!(
+            "`{spec}`: volunteers fetch models by sha256: register the file with `coordinator artifact --role model {model}` and name the sha256 it prints (model=SHA256)"
         )),
         bot => Ok(bot),
     }
+}
+
+/// Whether `s` is a sha256 as artifacts are named: 64 lowercase hex digits.
+pub fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+}
+
+/// The sha256s of the models the cells' CNN bots play with, each once, in order.
+pub fn models(cells: &[CellSpec]) -> Vec<String> {
+    let mut out: Vec<String> = cells
+        .iter()
+        .flat_map(|c| c.bots.iter().flatten())
+        .filter_map(|b| match BotSpec::parse(b) {
+            Ok(BotSpec::Cnn { model, .. }) => Some(model),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// What a worker must be able to do to run an experiment's batches ([`crate::protocol::Capabilities::names`]):
+/// `onnx` where a bot is a CNN bot, `cuda` too where the experiment asks for a GPU.
+pub fn needs(spec: &ExperimentSpec, cells: &[CellSpec]) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if !models(cells).is_empty() {
+        out.push(crate::protocol::ONNX);
+    }
+    if spec.gpu {
+        out.push(crate::protocol::CUDA);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -764,7 +813,9 @@ bot2 = "static"
         rejects(&GRID.replace("kind = \"match\"", "kind = \"match\"\ncolour = 1"), "line 4");
         rejects("name = \"x\"\nkind = \"match\"\ngames = 2\n", "match");
         let e = ExperimentSpec::parse(&GRID.replace("bot2 = \"static\"", "bot2 = \"cnn:model=m.onnx\"")).unwrap_err();
-        assert!(e.field == "match.bot2" && e.message.contains("volunteers cannot fetch models"), "{e}");
+        assert!(e.field == "match.bot2" && e.message.contains("coordinator artifact --role model m.onnx"), "{e}");
+        rejects(&GRID.replace("kind = \"match\"", "kind = \"match\"\ngpu = true"), "gpu");
+        rejects("name = \"w\"\nkind = \"wintable\"\ngames = 2\ngpu = true\n", "gpu");
         rejects(&format!("{GRID}\n[sprt]\np0 = 0.6\np1 = 0.5\nalpha = 0.05\nbeta = 0.05\n"), "sprt");
         rejects(
             &GRID.replace("name = \"grid\"", &format!("name = \"grid\"\ndescription = \"{}\"", "x".repeat(5000))),
@@ -783,6 +834,40 @@ bot2 = "static"
             &format!("{GRID}\"bot2\" = [\"greedy\"]\n\"bot1.x\" = [{big}]\n").replace("\"bot1.x\"", "\"bot2.t\""),
             "grid",
         );
+    }
+
+    #[test]
+    fn cnn_bots_name_their_models_and_what_they_need() {
+        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        let text = format!(
+            "name = \"x\"\nkind = \"match\"\ngames = 2\n[match]\nbot1 = \"cnn:model={b}\"\nbot2 = \"static\"\n[grid]\n\"bot1.model\" = [\"{b}\", \"{a}\"]\n"
+        );
+        let spec = ExperimentSpec::parse(&text).unwrap();
+        let cells = spec.cells().unwrap();
+        assert_eq!(models(&cells), [a.clone(), b.clone()]);
+        assert_eq!(needs(&spec, &cells), ["onnx"]);
+        let spec = ExperimentSpec::parse(&text.replace("games = 2", "games = 2\ngpu = true")).unwrap();
+        assert_eq!(needs(&spec, &spec.cells().unwrap()), ["onnx", "cuda"]);
+        let plain = ExperimentSpec::parse(GRID).unwrap();
+        assert!(needs(&plain, &plain.cells().unwrap()).is_empty());
+        // A model axis of paths is refused too, naming the axis.
+        rejects(&text.replace(&format!("\"{a}\""), "\"net.onnx\""), "grid.\"bot1.model\"");
+        rejects(&text.replace(&b, &b.to_uppercase()), "match.bot1");
+    }
+
+    #[test]
+    fn every_example_file_is_an_experiment() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let spec = ExperimentSpec::parse(&std::fs::read_to_string(&path).unwrap());
+                spec.and_then(|s| s.cells()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 12, "{n} example files");
     }
 
     #[test]

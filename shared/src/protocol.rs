@@ -49,6 +49,42 @@ pub struct ArtifactRef {
     pub size: u64,
 }
 
+/// What a worker can run beyond the engine itself, said when it registers and with every
+/// claim (a volunteer whose ONNX Runtime stops loading says so at its next claim). An
+/// experiment's batches go only to workers that have all it needs
+/// ([`crate::experiment::needs`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// ONNX Runtime loads: CNN bots can play.
+    #[serde(default)]
+    pub onnx: bool,
+    /// CNN inference runs on a GPU through CUDA.
+    #[serde(default)]
+    pub cuda: bool,
+    /// The GPU, where one answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<Gpu>,
+}
+
+/// A worker's GPU, as its driver names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gpu {
+    pub name: String,
+    pub memory_mb: u64,
+}
+
+/// [`Capabilities::onnx`] by name, as experiments need it.
+pub const ONNX: &str = "onnx";
+/// [`Capabilities::cuda`] by name.
+pub const CUDA: &str = "cuda";
+
+impl Capabilities {
+    /// The capabilities by name, for matching against what experiments need.
+    pub fn names(&self) -> Vec<String> {
+        [(self.onnx, ONNX), (self.cuda, CUDA)].into_iter().filter(|(has, _)| *has).map(|(_, n)| n.into()).collect()
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RegisterRequest {
     pub protocol: u32,
@@ -62,6 +98,8 @@ pub struct RegisterRequest {
     /// where registration is open, the worker gets an owner of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner_token: Option<String>,
+    #[serde(default)]
+    pub capabilities: Capabilities,
 }
 
 /// `POST /api/v1/owners`: an owner account, under which workers register.
@@ -99,6 +137,8 @@ pub struct ClaimRequest {
     /// each kind, by kind name, for sizing the next batch of that kind.
     #[serde(default)]
     pub rates: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub capabilities: Capabilities,
 }
 
 /// The kinds among `names` that this build knows, in order, without repeats.
@@ -398,9 +438,14 @@ mod tests {
             threads: 1,
             kinds: kind_names(&[JobKind::Match]),
             rates: [("endgame".to_string(), 0.5)].into(),
+            capabilities: Capabilities { onnx: true, ..Default::default() },
         };
         let v = serde_json::to_value(&claim).unwrap();
         assert_eq!((v["kinds"][0].as_str(), v["rates"]["endgame"].as_f64()), (Some("match"), Some(0.5)));
+        assert_eq!(claim.capabilities.names(), ["onnx"]);
+        // A claim of a build without capabilities has none.
+        let old: ClaimRequest = serde_json::from_str(r#"{"protocol": 2, "threads": 1, "kinds": ["match"]}"#).unwrap();
+        assert_eq!(old.capabilities, Capabilities::default());
         // A kind added after this build is ignored, not an error.
         let names = ["wintable", "cnn", "match", "match"].map(String::from);
         assert_eq!(known_kinds(&names), [JobKind::Match, JobKind::Wintable]);

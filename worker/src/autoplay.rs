@@ -64,14 +64,16 @@ pub struct Match<'a> {
     pub first_game: u64,
     pub games: u64,
     pub paired: bool,
-    /// Where CNN bots' nets run.
-    pub net: Option<&'a crate::cnn::NetArgs>,
+    /// Where CNN bots' nets run and come from; `None` refuses CNN bots.
+    pub net: Option<crate::cnn::Nets<'a>>,
 }
 
 impl Match<'_> {
     fn bots(&self) -> Result<[Box<dyn Player>; 2]> {
         let build = |spec: &BotSpec| match self.net {
-            Some(net) => spec.build_with(self.leaves.clone(), self.table.clone(), &net.loader(&self.data.dist)),
+            Some(net) => {
+                spec.build_with(self.leaves.clone(), self.table.clone(), &net.args.loader(&self.data.dist, net.models))
+            }
             None => spec.build(self.leaves.clone(), self.table.clone()),
         };
         Ok([build(&self.specs[0])?, build(&self.specs[1])?])
@@ -124,7 +126,7 @@ pub fn run(a: Args) -> Result<()> {
         first_game: 0,
         games: a.games,
         paired: !a.unpaired,
-        net: Some(&a.net),
+        net: Some(crate::cnn::Nets { args: &a.net, models: &crate::cnn::Models::new() }),
     };
 
     let csv = match &a.log_dir {

@@ -49,17 +49,30 @@ impl NetArgs {
         Ok(rt)
     }
 
-    /// The model loader CNN bots are built with: a model file, checked against `dist`.
+    /// The model loader CNN bots are built with: `model=` names a file, or the sha256 of an
+    /// artifact in `models`; checked against `dist`.
     pub fn loader<'a>(
         &'a self,
         dist: &'a engine::tiles::Distribution,
+        models: &'a Models,
     ) -> impl Fn(&str) -> Result<Box<dyn engine::bots::Valuer>, String> + 'a {
         move |model: &str| {
             Encoder::new(dist).map_err(|e| e.to_string())?;
             let rt = self.runtime().map_err(|e| format!("{e:#}"))?;
-            Ok(Box::new(rt.model(Path::new(model), 1).map_err(|e| e.to_string())?) as Box<dyn engine::bots::Valuer>)
+            let path = models.get(model).map_or(Path::new(model), PathBuf::as_path);
+            Ok(Box::new(rt.model(path, 1).map_err(|e| e.to_string())?) as Box<dyn engine::bots::Valuer>)
         }
     }
+}
+
+/// Model files by the sha256 a bot spec names them with (a volunteer's fetched artifacts).
+pub type Models = std::collections::HashMap<String, PathBuf>;
+
+/// What CNN bots are built with: where their nets run, and the models fetched by sha256.
+#[derive(Clone, Copy)]
+pub struct Nets<'a> {
+    pub args: &'a NetArgs,
+    pub models: &'a Models,
 }
 
 #[derive(clap::Args)]

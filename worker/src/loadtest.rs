@@ -102,6 +102,7 @@ async fn load(a: Args) -> Result<()> {
                     threads: 4,
                     kinds: vec!["match".into()],
                     owner_token: None,
+                    capabilities: Capabilities::default(),
                 };
                 let t = Instant::now();
                 // Registration is shed too under load: wait as told and try again.
@@ -152,6 +153,7 @@ async fn load(a: Args) -> Result<()> {
                             kinds: vec!["match".into()],
                             // A pair a batch: the smallest upload.
                             rates: [("match".to_string(), 0.01)].into(),
+                            capabilities: Capabilities::default(),
                         },
                     )
                     .await;

@@ -55,6 +55,12 @@ pub struct Args {
     /// without it this machine registers as an owner of its own.
     #[arg(long, env = "LEXHIVE_OWNER_TOKEN", hide_env_values = true)]
     owner_token: Option<String>,
+    /// Where CNN bots' nets run. Without ONNX Runtime this worker is sent no CNN batches.
+    #[command(flatten)]
+    net: crate::cnn::NetArgs,
+    /// Do not load ONNX Runtime: the coordinator sends this worker no CNN batches.
+    #[arg(long)]
+    no_cnn: bool,
 }
 
 fn parse_kind(s: &str) -> Result<JobKind, String> {
@@ -272,7 +278,8 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
     greet(&anon, a.exit_when_idle, &quit).await?;
     let kinds = if a.kinds.is_empty() { JobKind::ALL.to_vec() } else { a.kinds.clone() };
     let owner = a.owner_token.as_deref();
-    let (mut client, mut fresh) = credential(&anon, &name, threads, &kinds, owner, &quit).await?;
+    let mut caps = capabilities(&a);
+    let (mut client, mut fresh) = credential(&anon, &name, threads, &kinds, &caps, owner, &quit).await?;
     let cache = cache_dir()?.join("artifacts");
     let mut loaded: Option<(Vec<String>, Arc<Loaded>)> = None;
     // Units per second measured on the last batch of each kind, for the coordinator's sizing.
@@ -293,6 +300,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
             threads: threads as u32,
             kinds: kind_names(&kinds),
             rates: rates.clone(),
+            capabilities: caps.clone(),
         };
         let batch = match client.post::<_, serde_json::Value>("/claim", &req).await.and_then(decode_claim) {
             Ok(Claimed::Batch(b)) => *b,
@@ -354,7 +362,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
             Err(ClientError::Status { status: 401, .. }) if !fresh => {
                 eprintln!("the coordinator does not know this worker's token; registering again");
                 forget_credential(client.base(), &name)?;
-                (client, fresh) = credential(&anon, &name, threads, &kinds, owner, &quit).await?;
+                (client, fresh) = credential(&anon, &name, threads, &kinds, &caps, owner, &quit).await?;
                 continue;
             }
             Err(ClientError::Status { status: status @ (401 | 403), message, .. }) => {
@@ -394,11 +402,22 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 }
             },
         };
-        if let Some(p) = play_batch(&client, &batch, data, &pool, &endgame, &quit).await? {
-            rates.insert(batch.job.kind().as_str().to_string(), p.rate);
-            // At most one upload in flight: the previous batch's has had this one's play to finish.
-            uploaded(&mut uploading).await;
-            uploading = Some(p.upload);
+        let run = Run { pool: &pool, endgame: &endgame, net: caps.onnx.then_some(&a.net) };
+        match play_batch(&client, &batch, data, run, &quit).await? {
+            Ended::Played(p) => {
+                rates.insert(batch.job.kind().as_str().to_string(), p.rate);
+                // At most one upload in flight: the previous batch's has had this one's play to
+                // finish.
+                uploaded(&mut uploading).await;
+                uploading = Some(p.upload);
+            }
+            Ended::Dropped => {}
+            Ended::Unrunnable => {
+                // Released: from now on this worker claims as one without CNN inference.
+                caps.onnx = false;
+                caps.cuda = false;
+                eprintln!("CNN bots: off for the rest of this run; the coordinator will send no more CNN batches");
+            }
         }
         idle_since = Instant::now();
     }
@@ -514,6 +533,48 @@ fn lock_file(path: &Path) -> Result<std::fs::File> {
         .with_context(|| format!("{}: cannot open", path.display()))
 }
 
+/// What this machine can run beyond the engine, found once at start-up and said in one line:
+/// ONNX Runtime (CNN bots) and where it runs, and the GPU its driver names.
+fn capabilities(a: &Args) -> Capabilities {
+    let gpu = gpu();
+    let mut caps = Capabilities { gpu: gpu.clone(), ..Default::default() };
+    if a.no_cnn {
+        eprintln!("CNN bots: off (--no-cnn)");
+        return caps;
+    }
+    // `runtime` says which library and device in its own line.
+    match a.net.runtime() {
+        Ok(rt) => {
+            caps.onnx = true;
+            caps.cuda = rt.cuda();
+            if let (false, Some(g)) = (caps.cuda, &gpu) {
+                eprintln!("CNN bots: on the CPU; the GPU ({}) is not used: install onnxruntime-gpu for it", g.name);
+            }
+        }
+        Err(e) => eprintln!("CNN bots: off ({e:#}); the coordinator will send this worker no CNN batches"),
+    }
+    caps
+}
+
+/// The first GPU `nvidia-smi` names, with its memory; `None` without one (or without the
+/// driver's tool).
+fn gpu() -> Option<Gpu> {
+    let out = std::process::Command::new("nvidia-smi")
+        .args(["--query-gpu=name,memory.total", "--format=csv,noheader,nounits"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    parse_gpu(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// `nvidia-smi`'s `name, memory (MiB)` line.
+fn parse_gpu(text: &str) -> Option<Gpu> {
+    let (name, mb) = text.lines().next()?.rsplit_once(',')?;
+    let name = name.trim();
+    (!name.is_empty()).then(|| Gpu { name: name.to_string(), memory_mb: mb.trim().parse().unwrap_or(0) })
+}
+
 /// A client carrying this machine's token for the coordinator, registering on first use; and
 /// whether the token is newly issued.
 async fn credential(
@@ -521,6 +582,7 @@ async fn credential(
     name: &str,
     threads: usize,
     kinds: &[JobKind],
+    capabilities: &Capabilities,
     owner_token: Option<&str>,
     quit: &AtomicU8,
 ) -> Result<(Client, bool)> {
@@ -534,6 +596,7 @@ async fn credential(
         threads: threads as u32,
         kinds: kind_names(kinds),
         owner_token: owner_token.map(str::to_string),
+        capabilities: capabilities.clone(),
     };
     let r: RegisterResponse = match retry("register", quit, || client.post("/workers/register", &req)).await {
         Ok(r) => r,
@@ -622,12 +685,15 @@ struct Loaded {
     data: Data,
     leaves: Option<Arc<Klv>>,
     table: Option<Arc<engine::winpct::WinTable>>,
+    /// CNN bots' value nets, by sha256.
+    models: crate::cnn::Models,
 }
 
 /// Fetch the artifacts not in the cache (verifying each sha256), then load them.
 async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], quit: &AtomicU8) -> Result<Loaded> {
     std::fs::create_dir_all(cache).with_context(|| format!("{}: cannot create", cache.display()))?;
     let mut paths = std::collections::HashMap::new();
+    let mut models = crate::cnn::Models::new();
     for r in refs {
         if r.sha256.len() != 64 || !r.sha256.bytes().all(|c| c.is_ascii_hexdigit()) {
             bail!("artifact {}: bad sha256 `{}`", r.name, r.sha256);
@@ -653,7 +719,11 @@ async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], qui
             crate::data::write_atomic(&path, &bytes)?;
             eprintln!("fetched {} ({} bytes)", r.name, bytes.len());
         }
-        paths.insert(r.role.clone(), path);
+        if r.role == "model" {
+            models.insert(r.sha256.clone(), path);
+        } else {
+            paths.insert(r.role.clone(), path);
+        }
     }
     let need = |role: &str| paths.get(role).with_context(|| format!("the batch names no {role} artifact"));
     let dist = engine::tiles::Distribution::load(need("distribution")?)?;
@@ -667,7 +737,7 @@ async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], qui
         Some(p) => Some(Arc::new(engine::winpct::WinTable::load(p)?)),
         None => None,
     };
-    Ok(Loaded { data: Data { dist, layout, kwg }, leaves, table })
+    Ok(Loaded { data: Data { dist, layout, kwg }, leaves, table, models })
 }
 
 async fn report_failure(client: &Client, batch: &BatchSpec, error: &str) {
@@ -686,6 +756,28 @@ fn short(id: uuid::Uuid) -> String {
 enum Played {
     Done(Box<JobResult>, Logged),
     Cancelled,
+    /// This machine cannot run it (its CNN model does not load on this GPU): released, not
+    /// failed, so that a machine that can gets it.
+    Unrunnable(String),
+}
+
+/// What a claimed batch came to.
+enum Ended {
+    /// Played; its upload runs in the background.
+    Played(Playing),
+    /// Failed, cancelled or its lease lost (said and reported already).
+    Dropped,
+    /// Released because this machine cannot run its CNN bots.
+    Unrunnable,
+}
+
+/// What the engine runs batches with.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    pool: &'a rayon::ThreadPool,
+    endgame: &'a EndgameSolver,
+    /// ONNX Runtime's settings, while this worker runs CNN bots.
+    net: Option<&'a crate::cnn::NetArgs>,
 }
 
 /// A game's logs before bundling: its id in the run, its GCG and its CSV rows.
@@ -782,10 +874,9 @@ async fn play_batch(
     client: &Client,
     batch: &BatchSpec,
     loaded: Arc<Loaded>,
-    pool: &rayon::ThreadPool,
-    endgame: &EndgameSolver,
+    Run { pool, endgame, net }: Run<'_>,
     quit: &Arc<AtomicU8>,
-) -> Result<Option<Playing>> {
+) -> Result<Ended> {
     let cancel = Arc::new(AtomicBool::new(false));
     // Why the heartbeat cancelled: lease lost (409/403/404) or the cell no longer needs it.
     let lost = Arc::new(AtomicBool::new(false));
@@ -797,7 +888,7 @@ async fn play_batch(
         // heartbeat task runs on the other one.
         tokio::task::block_in_place(|| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
-                Job::Match(m) => pool.install(|| play(&loaded, m, &cancel)),
+                Job::Match(m) => pool.install(|| play(&loaded, m, net, &cancel)),
                 Job::Endgame(e) => solve(&loaded, e, endgame.get(), pool.current_num_threads(), &cancel),
                 Job::Wintable(w) => pool.install(|| count_positions(&loaded, w, &cancel)),
             }))
@@ -810,7 +901,7 @@ async fn play_batch(
         Ok(Err(e)) => {
             stop_heart(&cancel, heart).await;
             report_failure(client, batch, &format!("{e:#}")).await;
-            return Ok(None);
+            return Ok(Ended::Dropped);
         }
         Err(panic) => {
             stop_heart(&cancel, heart).await;
@@ -820,24 +911,28 @@ async fn play_batch(
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "panic".into());
             report_failure(client, batch, &format!("engine panicked: {msg}")).await;
-            return Ok(None);
+            return Ok(Ended::Dropped);
         }
     };
     if lost.load(Ordering::SeqCst) {
         stop_heart(&cancel, heart).await;
         eprintln!("batch {id}: lease lost; results dropped");
-        return Ok(None);
+        return Ok(Ended::Dropped);
     }
     let (result, logged) = match played {
         Played::Done(r, l) => (*r, l),
-        Played::Cancelled => {
+        Played::Cancelled | Played::Unrunnable(_) => {
             stop_heart(&cancel, heart).await;
+            let why = match &played {
+                Played::Unrunnable(why) => format!(" (this machine cannot run it: {why})"),
+                _ => String::new(),
+            };
             let req = ReleaseRequest { lease_id: batch.lease_id };
             match client.post::<_, serde_json::Value>(&format!("/batches/{}/release", batch.batch_id), &req).await {
-                Ok(_) => eprintln!("batch {id}: released"),
-                Err(e) => eprintln!("batch {id}: release failed ({e}); its lease will expire"),
+                Ok(_) => eprintln!("batch {id}: released{why}"),
+                Err(e) => eprintln!("batch {id}: release failed ({e}); its lease will expire{why}"),
             }
-            return Ok(None);
+            return Ok(if why.is_empty() { Ended::Dropped } else { Ended::Unrunnable });
         }
     };
     let secs = elapsed.as_secs_f64().max(1e-3);
@@ -879,7 +974,7 @@ async fn play_batch(
         stop_heart(&cancel, heart).await;
         println!("{line}  {outcome}");
     });
-    Ok(Some(Playing { upload, rate: batch.job.units() as f64 / secs }))
+    Ok(Ended::Played(Playing { upload, rate: batch.job.units() as f64 / secs }))
 }
 
 /// Stops a batch's games early (through `Match::play`'s error path).
@@ -888,10 +983,29 @@ async fn play_batch(
 struct Cancelled;
 
 /// Play a match job on the current rayon pool; `cancel` stops it between games.
-fn play(loaded: &Loaded, job: &MatchJob, cancel: &AtomicBool) -> Result<Played> {
+fn play(loaded: &Loaded, job: &MatchJob, net: Option<&crate::cnn::NetArgs>, cancel: &AtomicBool) -> Result<Played> {
     let specs = [BotSpec::parse(&job.bot1)?, BotSpec::parse(&job.bot2)?];
+    for spec in &specs {
+        if let BotSpec::Cnn { model, .. } = spec {
+            let Some(net) = net else { return Ok(Played::Unrunnable("CNN bots are off on this worker".into())) };
+            let rt = match net.runtime() {
+                Ok(rt) => rt,
+                Err(e) => return Ok(Played::Unrunnable(format!("{e:#}"))),
+            };
+            let path =
+                loaded.models.get(model).with_context(|| format!("the batch lists no model artifact {model}"))?;
+            // A model that does not load on the CPU is the model's fault (every worker would
+            // fail it); on a GPU it may be this machine's (memory, driver).
+            if let Err(e) = rt.model(path, 1) {
+                if rt.cuda() {
+                    return Ok(Played::Unrunnable(e.to_string()));
+                }
+                bail!("model {model}: {e}");
+            }
+        }
+    }
     let m = Match {
-        net: None,
+        net: net.map(|args| crate::cnn::Nets { args, models: &loaded.models }),
         data: &loaded.data,
         specs,
         leaves: loaded.leaves.clone(),
@@ -1071,6 +1185,15 @@ fn gz64(bytes: &[u8]) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gpus_are_read_from_nvidia_smi() {
+        let g = parse_gpu("NVIDIA H100 80GB HBM3, 81559\nNVIDIA H100 80GB HBM3, 81559\n").unwrap();
+        assert_eq!((g.name.as_str(), g.memory_mb), ("NVIDIA H100 80GB HBM3", 81559));
+        assert_eq!(parse_gpu(""), None);
+        assert_eq!(parse_gpu(", 100\n"), None);
+        assert_eq!(parse_gpu("Some GPU, [N/A]\n").map(|g| g.memory_mb), Some(0));
+    }
 
     #[test]
     fn a_job_this_build_cannot_run_is_named_for_release() {

@@ -172,6 +172,7 @@ async fn match_page(st: &AppState, d: &Detail, spec: &MatchSpec) -> Result<Html<
             @if let Some(p) = &spec.sprt { "; SPRT H0 p=" (p.p0) " vs H1 p=" (p.p1) " (alpha " (p.alpha) ", beta " (p.beta) ")" }
         }
         @if !d.spec.description.is_empty() { p { (d.spec.description) } }
+        @if !d.needs.is_empty() { p #needs { (needs_text(&d.needs)) } }
         p #progress { (progress(s.games, s.target_games)) " games · " (rate(s.games_per_hour, "games")) " · " (batch_counts(d)) }
         h2 { "Win rate of " (bot1) ", with 95% intervals" }
         (plots::winrate(&d.cells, &labels, if axes_title.is_empty() { "cell" } else { &axes_title }, bot1))
@@ -438,6 +439,31 @@ fn short_label(d: &Detail, c: &CellView) -> String {
     if l.len() > 18 { format!("#{}", c.index) } else { l }
 }
 
+/// Which workers an experiment's batches go to, in words.
+fn needs_text(needs: &[String]) -> &'static str {
+    if needs.iter().any(|n| n == shared::protocol::CUDA) {
+        "Runs only on workers whose CNN inference runs on a GPU (see the workers page)."
+    } else {
+        "Runs only on workers with ONNX Runtime, for its CNN bot (see the workers page)."
+    }
+}
+
+/// Where a worker's CNN inference runs, in a few words.
+fn gpu_text(w: &crate::workers::WorkerView) -> String {
+    let has = |c: &str| w.capabilities.iter().any(|x| x == c);
+    let gpu = w.gpu_name.as_ref().map(|n| match w.gpu_memory_mb {
+        Some(mb) => format!("{n} ({:.0} GiB)", mb as f64 / 1024.0),
+        None => n.clone(),
+    });
+    match (has(shared::protocol::CUDA), has(shared::protocol::ONNX), gpu) {
+        (true, _, Some(g)) => format!("{g}, CUDA"),
+        (true, _, None) => "CUDA".into(),
+        (false, true, Some(g)) => format!("{g}, not used (CNN on the CPU)"),
+        (false, true, None) => "none (CNN on the CPU)".into(),
+        (false, false, _) => "none (no CNN)".into(),
+    }
+}
+
 /// `/workers`: every volunteer, when it was last seen, what it contributed.
 pub async fn workers(State(st): State<AppState>) -> Result<Html<String>> {
     let list = crate::workers::list(&st.db).await?;
@@ -445,6 +471,7 @@ pub async fn workers(State(st): State<AppState>) -> Result<Html<String>> {
         table #workers {
             tr {
                 th { "name" } th { "owner" } th { "threads" } th { "last seen" } th { "games" } th { "positions" } th { "batches" } th { "games/s" }
+                th title="where its CNN bots' nets run: a GPU through CUDA, the CPU, or nowhere (no ONNX Runtime)" { "GPU" }
                 th title="batches whose result another owner's replica matched" { "validated" }
                 th title="replicas that disagreed with this worker" { "mismatches" }
                 th { "refused uploads" } th { "standing" } th { "working on" }
@@ -453,6 +480,7 @@ pub async fn workers(State(st): State<AppState>) -> Result<Html<String>> {
                 tr.worker data-quarantined=(w.quarantine_reason.is_some()) {
                     td { (w.name) } td { (w.owner) } td { (w.threads) } td { (ago(w.last_seen)) } td.games { (w.games) } td.positions { (w.positions) } td { (w.batches) }
                     td { (w.games_per_sec.map_or("–".into(), |g| format!("{g:.1}"))) }
+                    td.gpu { (gpu_text(w)) }
                     td.validated { (w.validated) } td.mismatches { (w.mismatches) }
                     td.rejected { (w.rejected) }
                     td.standing { @match &w.quarantine_reason { Some(r) => { "quarantined: " (r) }, None => "good" } }
