@@ -24,7 +24,8 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
 
     // Kill w1 (SIGKILL) while it holds a lease, after it has measured its speed. It is frozen
     // (SIGSTOP) first, so that the lease seen is one it still holds when it dies: a batch can
-    // finish uploading between a look and a kill.
+    // finish uploading between a look and a kill. An upload already in the coordinator's hands
+    // still lands after the freeze, so the lease is read a moment later.
     let start = Instant::now();
     let pool = db.pool().await?;
     let signal = |sig: &str, pid: u32| Command::new("kill").args([sig, &pid.to_string()]).status();
@@ -35,6 +36,7 @@ async fn three_volunteers_survive_a_killed_worker_and_a_coordinator_restart() ->
         {
             let id: Uuid = w["id"].as_str().unwrap().parse()?;
             signal("-STOP", workers[0].id())?;
+            tokio::time::sleep(Duration::from_millis(500)).await;
             let leased: Option<(Uuid,)> =
                 sqlx::query_as("SELECT id FROM batches WHERE lease_owner = $1 AND state = 'leased' LIMIT 1")
                     .bind(id)
