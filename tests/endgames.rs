@@ -216,7 +216,7 @@ async fn a_sybil_pair_cannot_agree_a_wrong_value() -> Result<()> {
     let token = researcher_token(&db.url)?;
     let dir = Scratch::new("sybil");
     let set =
-        SET.replace("count = 10, extra = 4", "count = 6, extra = 0").replace("cross_check = 1.0", "cross_check = 0.0");
+        SET.replace("count = 10, extra = 4", "count = 6, extra = 2").replace("cross_check = 1.0", "cross_check = 0.0");
     let id = submit(&coord.url, &token, &experiment_file(&dir.0, "set.toml", &set))?;
     let api = format!("{}/api/v1", coord.url);
     let http = reqwest::Client::new();
