@@ -7,14 +7,18 @@
 //! `[n, 1]`: the mover's expected outcome, -1 to 1 (`docs/CNN.md`). Shapes are checked when
 //! the model is loaded, so a model that loads evaluates any batch.
 
+mod batch;
+
+pub use batch::Batcher;
 use engine::board::SQUARES;
 use engine::features::{FRAME_LEN, PLANES, SCALARS};
 use ort::ep::{self, ExecutionProvider};
 use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::{TensorElementType, TensorRef, ValueType};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 #[derive(Debug, thiserror::Error)]
 pub enum NnError {
@@ -57,6 +61,8 @@ pub struct Runtime {
     library: PathBuf,
     cuda: bool,
     env: ort::environment::Environment,
+    /// One queue per model file, for the threads that share it ([`Runtime::shared`]).
+    queues: Mutex<HashMap<PathBuf, Batcher>>,
 }
 
 static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
@@ -99,7 +105,7 @@ impl Runtime {
                 ));
             }
         };
-        Ok(Runtime { library, cuda, env })
+        Ok(Runtime { library, cuda, env, queues: Mutex::new(HashMap::new()) })
     }
 
     /// One line for start-up logs: which library and which provider.
@@ -109,6 +115,20 @@ impl Runtime {
 
     pub fn cuda(&self) -> bool {
         self.cuda
+    }
+
+    /// The one queue of the model at `path` in this process, started (and the model loaded,
+    /// with every core's intra-op threads on the CPU) at the first call: every thread's bot
+    /// sends its frames there, so that a GPU sees batches of many positions.
+    pub fn shared(&self, path: &Path, max_frames: usize) -> Result<Batcher, NnError> {
+        let mut queues = self.queues.lock().expect("model queues");
+        if let Some(b) = queues.get(path) {
+            return Ok(b.clone());
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let batcher = Batcher::start(self.model(path, threads)?, max_frames)?;
+        queues.insert(path.to_path_buf(), batcher.clone());
+        Ok(batcher)
     }
 
     /// Loads a value net, checking its inputs and output. `threads` is ONNX Runtime's

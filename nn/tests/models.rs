@@ -78,3 +78,37 @@ fn the_runtime_says_where_it_runs() {
     let line = rt.describe();
     assert!(line.contains("libonnxruntime") && line.ends_with("on the CPU"), "{line}");
 }
+
+#[test]
+fn threads_sharing_one_model_through_its_queue_get_their_own_values() {
+    let want = expected();
+    let batcher = runtime().shared(&data("tiny.onnx"), 64).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (batcher, want) = (batcher.clone(), &want);
+            s.spawn(move || {
+                for i in 0..60 {
+                    // Requests of 1 to 5 frames, each thread its own mix.
+                    let picks: Vec<usize> = (0..1 + (i + t) % 5).map(|j| (i * 3 + j * 5 + t) % want.len()).collect();
+                    let frames: Vec<f32> = picks.iter().flat_map(|&b| frame(b)).collect();
+                    let got = batcher.evaluate(&frames).unwrap();
+                    assert_eq!(got.len(), picks.len());
+                    for (g, &b) in got.iter().zip(&picks) {
+                        assert!(
+                            (g - want[b]).abs() < 1e-5,
+                            "thread {t}, request {i}: frame {b} gave {g}, torch {}",
+                            want[b]
+                        );
+                    }
+                }
+            });
+        }
+    });
+    let e = batcher.evaluate(&vec![0.0; FRAME_LEN - 1]).unwrap_err();
+    assert!(e.contains("not a whole number of frames"), "{e}");
+    // The same model again is the same queue.
+    let (runs, _) = batcher.stats();
+    let again = runtime().shared(&data("tiny.onnx"), 64).unwrap();
+    again.evaluate(&frame(0)).unwrap();
+    assert_eq!(batcher.stats().0, runs + 1);
+}

@@ -37,7 +37,15 @@ pub struct NetArgs {
     /// one in python3's `onnxruntime` package.
     #[arg(long, env = "ORT_DYLIB_PATH")]
     pub onnxruntime: Option<PathBuf>,
+    /// One copy of each model for all threads, fed through a batching queue (always so on
+    /// CUDA, where one position's candidates would leave the GPU idle; on the CPU a copy per
+    /// thread is faster).
+    #[arg(long)]
+    pub shared_net: bool,
 }
+
+/// Most frames the batching queue runs at once.
+const QUEUE_BATCH: usize = 1024;
 
 impl NetArgs {
     /// ONNX Runtime, loaded once; says where it runs the first time.
@@ -60,7 +68,11 @@ impl NetArgs {
             Encoder::new(dist).map_err(|e| e.to_string())?;
             let rt = self.runtime().map_err(|e| format!("{e:#}"))?;
             let path = models.get(model).map_or(Path::new(model), PathBuf::as_path);
-            Ok(Box::new(rt.model(path, 1).map_err(|e| e.to_string())?) as Box<dyn engine::bots::Valuer>)
+            Ok(if rt.cuda() || self.shared_net {
+                Box::new(rt.shared(path, QUEUE_BATCH).map_err(|e| e.to_string())?) as Box<dyn engine::bots::Valuer>
+            } else {
+                Box::new(rt.model(path, 1).map_err(|e| e.to_string())?)
+            })
         }
     }
 }
@@ -91,6 +103,10 @@ pub struct BenchArgs {
     /// Seconds to time each batch size.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
+    /// Then time this many threads sharing the model through its batching queue, each
+    /// sending one position's candidates (20 frames) at a time, as CNN bots on a GPU do.
+    #[arg(long, default_value_t = 0)]
+    feeders: usize,
 }
 
 #[derive(clap::Args)]
@@ -207,7 +223,47 @@ fn bench(a: BenchArgs) -> Result<()> {
             1e3 * secs * batch as f64 / evals as f64
         ))?;
     }
+    if a.feeders > 0 {
+        last = bench_queue(rt, &a, &frames)?;
+    }
     crate::emit(&format!("evals/s: {last:.0}\n"))
+}
+
+/// `--feeders` threads, each sending 20 frames at a time through the model's one queue.
+fn bench_queue(rt: &nn::Runtime, a: &BenchArgs, frames: &[f32]) -> Result<f64> {
+    const CANDIDATES: usize = 20;
+    let queue = rt.shared(&a.model, QUEUE_BATCH)?;
+    let input: Vec<f32> = frames.iter().copied().cycle().take(CANDIDATES * FRAME_LEN).collect();
+    queue.evaluate(&input).map_err(anyhow::Error::msg)?;
+    let (runs0, valued0) = queue.stats();
+    let start = Instant::now();
+    std::thread::scope(|s| -> Result<()> {
+        let handles: Vec<_> = (0..a.feeders)
+            .map(|_| {
+                let (queue, input) = (queue.clone(), &input);
+                s.spawn(move || -> Result<(), String> {
+                    while start.elapsed().as_secs_f64() < a.seconds {
+                        queue.evaluate(input)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().map_err(|_| anyhow::anyhow!("a feeding thread panicked"))?.map_err(anyhow::Error::msg)?;
+        }
+        Ok(())
+    })?;
+    let secs = start.elapsed().as_secs_f64();
+    let (runs, valued) = queue.stats();
+    let (runs, valued) = (runs - runs0, valued - valued0);
+    let rate = valued as f64 / secs;
+    crate::emit(&format!(
+        "queue, {} threads x {CANDIDATES} frames: {rate:>10.0} evals/s  mean batch {:.1}\n",
+        a.feeders,
+        valued as f64 / runs.max(1) as f64
+    ))?;
+    Ok(rate)
 }
 
 fn features(a: FeaturesArgs) -> Result<()> {

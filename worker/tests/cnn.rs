@@ -190,30 +190,50 @@ fn a_missing_runtime_or_model_or_cuda_is_one_line_and_status_2() {
 }
 
 #[test]
+fn the_bench_times_threads_sharing_the_models_queue() {
+    let out = ok(worker(&[
+        "cnn",
+        "bench",
+        "--model",
+        &tiny(),
+        "--batch",
+        "16",
+        "--seconds",
+        "0.3",
+        "--device",
+        "cpu",
+        "--feeders",
+        "3",
+    ]));
+    let queue = out.lines().find(|l| l.starts_with("queue, 3 threads x 20 frames:")).expect("the queue's line");
+    let mean: f64 = queue.rsplit("mean batch ").next().unwrap().parse().unwrap();
+    assert!((20.0..=1024.0).contains(&mean), "{queue}");
+    assert!(out.lines().last().unwrap().starts_with("evals/s: "), "{out}");
+}
+
+/// The same games with a model per thread, with one model shared through its queue (as on a
+/// GPU), and on one or two threads: on the CPU a frame's value does not depend on what it is
+/// batched with.
+#[test]
 fn the_cnn_bot_plays_the_same_games_on_any_thread_count() {
     let bot = format!("cnn:model={},k=8", tiny());
-    let run = |threads: &str| {
-        let out = ok(worker(&[
-            "autoplay",
-            "--bot1",
-            &bot,
-            "--bot2",
-            "static",
-            "--games",
-            "4",
-            "--seed",
-            "5",
-            "--threads",
-            threads,
-            "--device",
-            "cpu",
-        ]));
+    let run = |threads: &str, shared: bool| {
+        let shared: &[&str] = if shared { &["--shared-net"] } else { &[] };
+        let out = ok(worker(
+            &[
+                &["autoplay", "--bot1", &bot, "--bot2", "static", "--games", "4", "--seed", "5"][..],
+                &["--threads", threads, "--device", "cpu"],
+                shared,
+            ]
+            .concat(),
+        ));
         out.lines()
             .filter(|l| !l.starts_with("Seed:") && !l.contains("Time Per Move"))
             .map(String::from)
             .collect::<Vec<_>>()
     };
-    let one = run("1");
+    let one = run("1", false);
     assert!(one[0].starts_with("Games played: 4"), "{one:?}");
-    assert_eq!(one, run("2"));
+    assert_eq!(one, run("2", false));
+    assert_eq!(one, run("2", true));
 }
