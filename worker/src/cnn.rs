@@ -45,7 +45,7 @@ pub struct NetArgs {
 }
 
 /// Most frames the batching queue runs at once.
-const QUEUE_BATCH: usize = 1024;
+pub const QUEUE_BATCH: usize = 1024;
 
 impl NetArgs {
     /// ONNX Runtime, loaded once; says where it runs the first time.

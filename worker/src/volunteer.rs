@@ -995,12 +995,13 @@ fn play(loaded: &Loaded, job: &MatchJob, net: Option<&crate::cnn::NetArgs>, canc
             let path =
                 loaded.models.get(model).with_context(|| format!("the batch lists no model artifact {model}"))?;
             // A model that does not load on the CPU is the model's fault (every worker would
-            // fail it); on a GPU it may be this machine's (memory, driver).
-            if let Err(e) = rt.model(path, 1) {
-                if rt.cuda() {
-                    return Ok(Played::Unrunnable(e.to_string()));
-                }
-                bail!("model {model}: {e}");
+            // fail it: building the bots below fails the batch); on a GPU it may be this
+            // machine's (memory, driver), so there it is loaded first (into the queue the
+            // bots then share).
+            if rt.cuda()
+                && let Err(e) = rt.shared(path, crate::cnn::QUEUE_BATCH)
+            {
+                return Ok(Played::Unrunnable(e.to_string()));
             }
         }
     }
