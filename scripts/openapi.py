@@ -27,7 +27,7 @@ ipair=lambda d: arr(I(),2,d+" (first bot, second bot)")
 schemas={
  "ApiError": obj({"error":S("what was wrong, naming the field or the thing not found")}),
  "Summary": obj({
-   "id":UUID,"name":S(),"kind":S("match, endgame or wintable",enum=["match","endgame","wintable"]),
+   "id":UUID,"name":S(),"kind":S("match, endgame, wintable or selfplay",enum=["match","endgame","wintable","selfplay"]),
    "status":S(enum=["queued","running","finished","failed","stopped"]),"priority":I(),
    "created_at":TIME,"finished_at":null(TIME),"cells":I(),
    "games":I("done so far, in `counted`"),"target_games":I("the whole experiment in `counted`; a cell that ended early counts what it did"),
@@ -59,8 +59,8 @@ schemas={
  "History": obj({"convergence":arr(arr(ref("Step")),None,"per cell, by index"),"start":null(TIME),
    "bucket_secs":I(),"games":arr(I(),None,"results recorded in consecutive buckets from `start`")}),
  "RecordedBatch": obj({"batch_id":UUID,"cell_id":UUID,"worker_id":UUID,
-   "result":{"type":"object","required":["kind"],"properties":{"kind":S(enum=["match","endgame","wintable"])},
-             "description":"the counted result: a MatchTally's fields for matches"},
+   "result":{"type":"object","required":["kind"],"properties":{"kind":S(enum=["match","endgame","wintable","selfplay"])},
+             "description":"the counted result: a MatchTally's fields for matches and selfplay"},
    "first_unit":I(),"units":I(),"elapsed_ms":I(),"received_at":TIME}),
  "SolveRow": obj({"index":I(),"pass":S(enum=["solve","check"]),"worker_id":UUID,"worker":S(),"cgp":S(),
    "skipped":B,"value":I(),"exact":B,"best":S(),"sequence":S(),"nodes":I(),"ms":I(),"disagrees":B,
@@ -79,7 +79,8 @@ det["properties"].update({"spec":{"type":"object","description":"the experiment 
   "cells":arr(ref("CellView")),"batches":{"type":"object","additionalProperties":{"type":"integer"},
   "description":"batches by state: queued, leased, done, parked, cancelled"},
   "parked":arr(ref("ParkedBatch")),"contributors":arr(ref("Contributor")),"output_sha256":null(S()),
-  "needs":arr(S(enum=["onnx","cuda"]),None,"what a worker must run to be given its batches: onnx (a CNN bot), cuda (a GPU)")})
+  "needs":arr(S(enum=["onnx","cuda"]),None,"what a worker must run to be given its batches: onnx (a CNN bot), cuda (a GPU)"),
+  "log_bytes":I("the counted games' logs (GCG and CSV), gzip-compressed, in the log store")})
 det["required"]=list(det["properties"])
 schemas["Detail"]=det
 err=lambda d: {"description":d,"content":{"application/json":{"schema":ref("ApiError")}}}

@@ -44,6 +44,7 @@ impl TestDb {
     }
 
     pub async fn drop_db(self) -> Result<()> {
+        let _ = std::fs::remove_dir_all(log_store(&self.url));
         let mut c = admin_connection(&format!("{}/postgres", pg_base())).await?;
         sqlx::Executor::execute(
             &mut c,
@@ -52,6 +53,12 @@ impl TestDb {
         .await?;
         Ok(())
     }
+}
+
+/// The log store of the coordinators of test database `db_url`: a folder of its own.
+pub fn log_store(db_url: &str) -> PathBuf {
+    let db = db_url.rsplit('/').next().unwrap_or("lexhive");
+    std::env::temp_dir().join(format!("lexhive-e2e-logs-{db}"))
 }
 
 async fn admin_connection(url: &str) -> Result<sqlx::PgConnection> {
@@ -81,6 +88,8 @@ pub struct Coordinator {
     pub port: u16,
     db_url: String,
     args: Vec<String>,
+    /// Environment beyond the harness's own (`start_env`).
+    envs: Vec<(String, String)>,
     /// Its log (warnings and errors; restarts append): a file, not the terminal, so that the
     /// warnings a passing test provokes on purpose (a liar caught) stay out of the way.
     log: PathBuf,
@@ -91,6 +100,12 @@ impl Coordinator {
     /// every worker is trusted from the start and never spot-checked (most tests have one
     /// volunteer, who could not replicate its own batches): the tests of replication say so.
     pub fn start(db_url: &str, args: &[&str]) -> Result<Self> {
+        Self::start_env(db_url, args, &[])
+    }
+
+    /// [`Coordinator::start`] with more environment variables (they win over the harness's).
+    pub fn start_env(db_url: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<Self> {
+        let envs: Vec<(String, String)> = envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         if !args.iter().any(|a| a == "--replicate-until") {
             args.extend(["--replicate-until", "0", "--spot-check", "0"].map(String::from));
@@ -100,17 +115,19 @@ impl Coordinator {
         let log = std::env::temp_dir().join(format!("lexhive-e2e-{}-coordinator-{n}.log", std::process::id()));
         // Printed through the test harness: shown with a failing test's output only.
         eprintln!("coordinator log: {}", log.display());
-        Self::start_on(db_url, 0, args, log)
+        Self::start_on(db_url, 0, args, envs, log)
     }
 
-    fn start_on(db_url: &str, port: u16, args: Vec<String>, log: PathBuf) -> Result<Self> {
+    fn start_on(db_url: &str, port: u16, args: Vec<String>, envs: Vec<(String, String)>, log: PathBuf) -> Result<Self> {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
         let mut child = Command::new(bin("coordinator"))
             .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
             .args(&args)
             .env("DATABASE_URL", db_url)
+            .env("LEXHIVE_LOG_STORE", log_store(db_url))
             .env("LEXHIVE_LEXICA", repo().join("lexica"))
             .env("RUST_LOG", "warn")
+            .envs(envs.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(file)
             .spawn()?;
@@ -122,7 +139,7 @@ impl Coordinator {
             bail!("coordinator did not start: {line:?}");
         };
         let port = addr.rsplit(':').next().and_then(|p| p.parse().ok()).context("port")?;
-        Ok(Self { child, url: format!("http://{addr}"), port, db_url: db_url.into(), args, log })
+        Ok(Self { child, url: format!("http://{addr}"), port, db_url: db_url.into(), args, envs, log })
     }
 
     /// Kill this process (SIGKILL) and start a new one on the same port.
@@ -131,7 +148,7 @@ impl Coordinator {
         self.child.wait()?;
         let started = Instant::now();
         loop {
-            match Self::start_on(&self.db_url, self.port, self.args.clone(), self.log.clone()) {
+            match Self::start_on(&self.db_url, self.port, self.args.clone(), self.envs.clone(), self.log.clone()) {
                 Ok(c) => {
                     *self = c;
                     return Ok(());
@@ -162,8 +179,12 @@ impl Drop for Coordinator {
 
 /// Run `coordinator` with arguments and return its stdout.
 pub fn coordinator_cmd(db_url: &str, args: &[&str]) -> Result<String> {
-    let out =
-        Command::new(bin("coordinator")).args(args).env("DATABASE_URL", db_url).env("RUST_LOG", "warn").output()?;
+    let out = Command::new(bin("coordinator"))
+        .args(args)
+        .env("DATABASE_URL", db_url)
+        .env("LEXHIVE_LOG_STORE", log_store(db_url))
+        .env("RUST_LOG", "warn")
+        .output()?;
     if !out.status.success() {
         bail!("coordinator {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }

@@ -44,6 +44,13 @@ impl From<sqlx::Error> for Error {
     }
 }
 
+impl From<crate::logstore::StoreError> for Error {
+    fn from(e: crate::logstore::StoreError) -> Self {
+        tracing::error!(error = %e, "log store error");
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "log store unavailable; try again")
+    }
+}
+
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         if self.status.is_server_error() {

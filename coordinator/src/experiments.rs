@@ -343,6 +343,8 @@ pub struct Detail {
     pub output_sha256: Option<String>,
     /// What a worker must be able to run to be given its batches (`onnx`, `cuda`).
     pub needs: Vec<String>,
+    /// The counted games' logs (GCG and CSV), gzip-compressed, in the log store.
+    pub log_bytes: i64,
 }
 
 #[derive(Serialize, sqlx::FromRow)]
@@ -400,7 +402,7 @@ pub async fn history(db: &sqlx::PgPool, id: Uuid, sprt: Option<&Sprt>) -> Result
     let mut sums = vec![MatchTally::default(); cells];
     let mut convergence = vec![Vec::new(); cells];
     for (idx, Db(r), _) in &rows {
-        let shared::protocol::JobResult::Match(t) = r else { continue };
+        let Some(t) = r.tally() else { continue };
         let Some(sum) = usize::try_from(*idx).ok().and_then(|i| sums.get_mut(i)) else { continue };
         sum.merge(t);
         if let Some(win_rate) = sum.win_rate() {
@@ -475,7 +477,7 @@ impl CellRow {
             ms_per_move: [t.ms_per_move(0), t.ms_per_move(1)],
             first_player_rate: t.first_player_rate(),
             evidence: t.evidence(),
-            caveat: t.evidence().caveat().filter(|_| kind == JobKind::Match),
+            caveat: t.evidence().caveat().filter(|_| kind.plays_bots()),
             sprt_llr: sprt.and_then(|s| s.llr(&t)),
             sprt_bounds: sprt.map(Sprt::bounds),
             tally: t,
@@ -517,7 +519,15 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     .bind(id)
     .fetch_all(db)
     .await?;
-    Ok(Detail { summary, spec, cells, batches, parked, contributors, output_sha256, needs })
+    let (log_bytes,): (i64,) = sqlx::query_as(
+        "SELECT coalesce(sum(n), 0)::bigint FROM (SELECT DISTINCT ON (r.batch_id) r.gcg_bytes + r.csv_bytes AS n
+         FROM batch_results r JOIN batches b ON b.id = r.batch_id
+         WHERE r.experiment_id = $1 AND r.state = 'valid' AND b.state = 'done' ORDER BY r.batch_id, r.received_at) counted",
+    )
+    .bind(id)
+    .fetch_one(db)
+    .await?;
+    Ok(Detail { summary, spec, cells, batches, parked, contributors, output_sha256, needs, log_bytes })
 }
 
 /// Why an SPRT stopped a cell, in words for the dashboard.

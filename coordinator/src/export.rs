@@ -7,10 +7,12 @@ use crate::endgames::{self, Outcome};
 use crate::error::Error;
 use crate::error::Result;
 use crate::experiments::detail;
-use axum::body::Body;
+use crate::logstore::{Log, LogStore};
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::IntoResponse;
+use futures_util::stream::{BoxStream, StreamExt, TryStreamExt};
 use shared::protocol::JobResult;
 use sqlx::types::Json as Db;
 use uuid::Uuid;
@@ -111,29 +113,29 @@ pub async fn batches(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result
     .fetch_all(&st.db)
     .await?;
     list.sort_by_key(|b| (b.cell, b.first_unit));
-    let rows = list
-        .into_iter()
-        .map(|b| {
-            let (wins, draws, losses) = match &b.result.0 {
-                JobResult::Match(t) => (t.wins.to_string(), t.draws.to_string(), t.losses.to_string()),
-                _ => Default::default(),
-            };
-            vec![
-                b.batch_id.to_string(),
-                b.cell.to_string(),
-                b.first_unit.to_string(),
-                b.units.to_string(),
-                b.result.0.kind().shown().to_string(),
-                b.result.0.games().to_string(),
-                wins,
-                draws,
-                losses,
-                b.worker,
-                b.elapsed_ms.to_string(),
-                b.received_at.to_rfc3339(),
-            ]
-        })
-        .collect();
+    let rows =
+        list.into_iter()
+            .map(|b| {
+                let (wins, draws, losses) =
+                    b.result.0.tally().map_or_else(Default::default, |t| {
+                        (t.wins.to_string(), t.draws.to_string(), t.losses.to_string())
+                    });
+                vec![
+                    b.batch_id.to_string(),
+                    b.cell.to_string(),
+                    b.first_unit.to_string(),
+                    b.units.to_string(),
+                    b.result.0.kind().shown().to_string(),
+                    b.result.0.games().to_string(),
+                    wins,
+                    draws,
+                    losses,
+                    b.worker,
+                    b.elapsed_ms.to_string(),
+                    b.received_at.to_rfc3339(),
+                ]
+            })
+            .collect();
     Ok(csv(
         id,
         "batches",
@@ -224,31 +226,49 @@ pub async fn logged_batches(db: &sqlx::PgPool, id: Uuid) -> Result<Option<Vec<(U
     Ok(Some(rows.into_iter().map(|r| (r.0, r.1)).collect()))
 }
 
-/// One counted batch's GCG log, gzip-compressed as it was uploaded.
-pub async fn batch_log(db: &sqlx::PgPool, (batch, lease): (Uuid, Uuid)) -> std::result::Result<Vec<u8>, sqlx::Error> {
-    let (bytes,): (Vec<u8>,) = sqlx::query_as("SELECT gcg_gz FROM batch_results WHERE batch_id = $1 AND lease_id = $2")
+/// One counted batch's GCG log, gzip-compressed as it was uploaded: from the log store, or
+/// from its row where `logstore::migrate` has not moved it yet.
+pub async fn batch_log(db: &sqlx::PgPool, logs: &LogStore, key: (Uuid, Uuid)) -> Result<Bytes> {
+    Ok(match stored_log(db, key).await? {
+        (_, Some(inline)) => inline.into(),
+        (sha, None) => logs.get(Log::Gcg, &sha).await?,
+    })
+}
+
+async fn stored_log(db: &sqlx::PgPool, (batch, lease): (Uuid, Uuid)) -> Result<(String, Option<Vec<u8>>)> {
+    Ok(sqlx::query_as("SELECT gcg_sha256, gcg_gz FROM batch_results WHERE batch_id = $1 AND lease_id = $2")
         .bind(batch)
         .bind(lease)
         .fetch_one(db)
-        .await?;
-    Ok(bytes)
+        .await?)
 }
 
 /// `GET /api/v1/experiments/{id}/games.gcg.gz`: every counted game, as the volunteers logged
 /// it (each game after a `#lexhive-game N` line), in cell and deal order. The batches' gzip
 /// members follow one another, which is one gzip stream to `zcat` and to
-/// `worker cnn assemble`; streamed a batch at a time, so the coordinator holds one batch's
-/// log whatever the experiment's size. `coordinator export` writes the same bytes to a file.
+/// `worker cnn assemble`; streamed from the log store as it reads, so the coordinator holds a
+/// chunk at a time whatever the experiment's size. `coordinator export` writes the same bytes
+/// to a file.
 pub async fn games(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<impl IntoResponse> {
     let batches = logged_batches(&st.db, id).await?.ok_or_else(|| Error::not_found(format!("no experiment {id}")))?;
-    let stream = futures_util::stream::unfold((st.db.clone(), batches.into_iter()), |(db, mut rest)| async move {
-        let key = rest.next()?;
-        let member = batch_log(&db, key).await.map_err(std::io::Error::other);
-        Some((member, (db, rest)))
+    let (db, logs) = (st.db.clone(), st.logs.clone());
+    let members = futures_util::stream::iter(batches).then(move |key| {
+        let (db, logs) = (db.clone(), logs.clone());
+        async move {
+            let member: BoxStream<'static, std::io::Result<Bytes>> = match stored_log(&db, key).await {
+                Ok((_, Some(inline))) => futures_util::stream::once(async { Ok(Bytes::from(inline)) }).boxed(),
+                Ok((sha, None)) => match logs.stream(Log::Gcg, &sha).await {
+                    Ok(s) => s.map_err(std::io::Error::other).boxed(),
+                    Err(e) => futures_util::stream::once(async { Err(std::io::Error::other(e)) }).boxed(),
+                },
+                Err(e) => futures_util::stream::once(async move { Err(std::io::Error::other(e.message)) }).boxed(),
+            };
+            member
+        }
     });
     let disposition = format!("attachment; filename=\"experiment-{id}-games.gcg.gz\"");
     Ok((
         [(header::CONTENT_TYPE, "application/gzip".to_string()), (header::CONTENT_DISPOSITION, disposition)],
-        Body::from_stream(stream),
+        Body::from_stream(members.flatten()),
     ))
 }

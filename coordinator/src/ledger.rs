@@ -49,7 +49,7 @@ pub async fn recompute_cell(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell
     let mut sum = MatchTally::default();
     let mut units = 0;
     for r in &results {
-        if let JobResult::Match(t) = &r.result.0 {
+        if let Some(t) = r.result.0.tally() {
             sum.merge(t);
         }
         units += r.result.0.units() as i64;

@@ -10,6 +10,7 @@ mod error;
 mod experiments;
 mod export;
 mod ledger;
+mod logstore;
 mod outliers;
 mod owners;
 mod quarantine;
@@ -36,13 +37,19 @@ struct Cli {
     /// Postgres connection string.
     #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
     database_url: Option<String>,
+    /// Where games' logs are kept: a folder (created if missing), or `s3://BUCKET/PREFIX` for
+    /// an S3-compatible store configured by the `AWS_*` variables (`AWS_ENDPOINT`,
+    /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ALLOW_HTTP`). Every
+    /// coordinator of one database must name the same store.
+    #[arg(long, env = "LEXHIVE_LOG_STORE", global = true, default_value = "lexhive-logs")]
+    log_store: String,
     #[command(subcommand)]
     cmd: Cmd,
 }
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Apply the database migrations.
+    /// Apply the database migrations (and move logs still kept in Postgres to the log store).
     Migrate,
     /// Serve the API and dashboards (migrates first).
     Serve(ServeArgs),
@@ -77,6 +84,11 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
     },
+    /// The log store: remove logs no result names.
+    Logs {
+        #[command(subcommand)]
+        cmd: LogsCmd,
+    },
     /// Register a data file (lexicon graph, leave table, ...) that experiments can pin by sha256.
     Artifact {
         /// `lexicon`, `leaves`, `distribution`, `layout`, `winpct`, or `model` (a CNN bot's
@@ -101,6 +113,17 @@ enum TokenCmd {
         /// researcher (submit and manage their own experiments) or admin (manage any).
         #[arg(long, value_parser = ["researcher", "admin"])]
         role: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum LogsCmd {
+    /// Delete stored logs that no result names (refused uploads, deleted experiments) and that
+    /// are older than the grace period.
+    Gc {
+        /// Hours an unnamed log is kept (an upload stores its logs before recording its result).
+        #[arg(long, default_value_t = 24)]
+        older_than_hours: u32,
     },
 }
 
@@ -204,6 +227,7 @@ pub struct AppState {
     pub cfg: Arc<ServeArgs>,
     pub rules: verify::RulesCache,
     pub admission: Arc<shed::Admission>,
+    pub logs: logstore::LogStore,
 }
 
 fn fraction(s: &str) -> std::result::Result<f64, String> {
@@ -324,9 +348,19 @@ async fn healthz(axum::extract::State(st): axum::extract::State<AppState>) -> Re
     Ok("ok\n")
 }
 
-async fn serve(url: Option<&str>, args: ServeArgs) -> Result<()> {
+/// Apply the migrations, and move any logs still in Postgres to the store.
+async fn migrate(db: &sqlx::PgPool, logs: &logstore::LogStore) -> Result<()> {
+    MIGRATOR.run(db).await.context("applying migrations")?;
+    let moved = logstore::migrate(db, logs).await.context("moving logs to the log store")?;
+    if moved > 0 {
+        tracing::info!(results = moved, "moved logs from Postgres to the log store");
+    }
+    Ok(())
+}
+
+async fn serve(url: Option<&str>, logs: logstore::LogStore, args: ServeArgs) -> Result<()> {
     let db = connect(url, args.db_pool).await?;
-    MIGRATOR.run(&db).await.context("applying migrations")?;
+    migrate(&db, &logs).await?;
     if let Some(dir) = args.lexica.as_ref().filter(|d| !d.is_dir()) {
         anyhow::bail!(
             "--lexica {}: no such folder (it should hold enable.txt, enable.klv2, english.dist, standard15.layout \
@@ -354,6 +388,7 @@ async fn serve(url: Option<&str>, args: ServeArgs) -> Result<()> {
         cfg: Arc::new(args.clone()),
         rules: verify::RulesCache::default(),
         admission: admission.clone(),
+        logs,
     };
     let reaper = tokio::spawn(reaper(db, args, admission));
     tracing::info!(bind = %listener.local_addr()?, "serving");
@@ -410,12 +445,20 @@ async fn shutdown() {
 
 async fn run(cli: Cli) -> Result<()> {
     let url = cli.database_url.as_deref();
+    let logs = || logstore::LogStore::open(&cli.log_store);
     match cli.cmd {
         Cmd::Migrate => {
-            migrated(url).await?;
+            let db = connect(url, 2).await?;
+            migrate(&db, &logs()?).await?;
             println!("migrations applied");
         }
-        Cmd::Serve(args) => serve(url, args).await?,
+        Cmd::Serve(args) => serve(url, logs()?, args).await?,
+        Cmd::Logs { cmd: LogsCmd::Gc { older_than_hours } } => {
+            let (db, logs) = (migrated(url).await?, logs()?);
+            let grace = chrono::Duration::hours(older_than_hours.into());
+            let (kept, removed) = logstore::gc(&db, &logs, grace).await?;
+            println!("{} logs kept, {removed} removed", kept);
+        }
         Cmd::Token { cmd: TokenCmd::Create { role } } => {
             let db = migrated(url).await?;
             let role = auth::Role::parse(&role).context("role")?;
@@ -492,7 +535,7 @@ async fn run(cli: Cli) -> Result<()> {
             println!("{cells} cells recomputed, {} differed", fixed.len());
         }
         Cmd::Export { experiment, out } => {
-            let db = connect(url, 2).await?;
+            let (db, logs) = (connect(url, 2).await?, logs()?);
             let batches = export::logged_batches(&db, experiment)
                 .await
                 .map_err(|e| anyhow::anyhow!(e.message))?
@@ -503,7 +546,7 @@ async fn run(cli: Cli) -> Result<()> {
             );
             let mut bytes = 0;
             for key in &batches {
-                let member = export::batch_log(&db, *key).await?;
+                let member = export::batch_log(&db, &logs, *key).await.map_err(|e| anyhow::anyhow!(e.message))?;
                 bytes += member.len();
                 std::io::Write::write_all(&mut f, &member)
                     .with_context(|| format!("{}: cannot write", tmp.display()))?;

@@ -7,7 +7,6 @@
 
 use crate::error::Result;
 use crate::ledger::{RecordedBatch, counted_results};
-use shared::protocol::JobResult;
 use shared::stats::{MatchTally, OUTLIER_Z};
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -19,7 +18,7 @@ pub async fn check(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, cell: Uuid) -
         sqlx::query_as(counted_results!("r.cell_id = $1")).bind(cell).fetch_all(&mut **tx).await?;
     let mut by_worker: BTreeMap<Uuid, MatchTally> = BTreeMap::new();
     for r in &results {
-        if let JobResult::Match(t) = &r.result.0 {
+        if let Some(t) = r.result.0.tally() {
             by_worker.entry(r.worker_id).or_default().merge(t);
         }
     }

@@ -342,7 +342,7 @@ async fn carve(
     // game need.
     let unit_secs = unit_secs.filter(|s| s.is_finite() && *s > 0.0);
     let threads = worker.threads.max(1) as f64;
-    let probe = kind == JobKind::Match && unit_secs.is_none();
+    let probe = kind.plays_bots() && unit_secs.is_none();
     let mut want =
         if probe { kind.first_batch_units(threads as u64) as i64 } else { worker.units_for(kind, batch_secs) };
     if let Some(s) = unit_secs {
@@ -421,11 +421,12 @@ async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs:
     let spec = b.spec.0;
     let (first, count) = (b.first_unit as u64, b.units as u64);
     let job = match &spec.kind {
-        ExperimentKind::Match(_) => {
+        ExperimentKind::Match(_) | ExperimentKind::Selfplay(_) => {
             let [bot1, bot2] =
                 b.bots.ok_or_else(|| Error::internal(format!("match cell {} has no bots", b.cell_id)))?.0;
             // Every cell plays the same deals, so cells differ only by their bots.
-            Job::Match(MatchJob { bot1, bot2, seed: spec.seed, first_pair: first, pairs: count })
+            let job = MatchJob { bot1, bot2, seed: spec.seed, first_pair: first, pairs: count };
+            if matches!(spec.kind, ExperimentKind::Match(_)) { Job::Match(job) } else { Job::Selfplay(job) }
         }
         ExperimentKind::Endgame(e) => {
             let (listed, extra) = match &e.source {
@@ -648,7 +649,7 @@ pub async fn reap(db: &sqlx::PgPool, max_failures: u32, deadline_secs: u64) -> R
                 "UPDATE cells c SET probe_deadline_secs = 2 * greatest(coalesce(c.probe_deadline_secs, 0), $2)
                  WHERE c.id = $1 AND (",
                 unit_secs!(),
-                ") IS NULL AND (SELECT e.kind FROM experiments e WHERE e.id = c.experiment_id) = 'match'"
+                ") IS NULL AND (SELECT e.kind FROM experiments e WHERE e.id = c.experiment_id) IN ('match', 'selfplay')"
             ))
             .bind(b.cell_id)
             .bind(deadline_secs as f64)

@@ -17,7 +17,7 @@ pub const MAX_RESULTS: usize = 5;
 /// thinking times, which differ from machine to machine).
 pub fn digest(result: &JobResult, gcg_sha256: &str, csv_sha256: &str) -> String {
     let mut r = result.clone();
-    if let JobResult::Match(t) = &mut r {
+    if let JobResult::Match(t) | JobResult::Selfplay(t) = &mut r {
         t.micros = [0; 2];
     }
     let canonical = serde_json::to_string(&r).expect("results serialise");

@@ -5,6 +5,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::experiments::sprt_reason;
+use crate::logstore::Log;
 use crate::queue::{lease_error, settle_experiment};
 use crate::replicas;
 use crate::{endgames, ledger};
@@ -102,8 +103,10 @@ async fn verify_upload(
     let (seed, first_pair, pairs, fraction) =
         (b.spec.seed, b.first_unit as u64, b.units as u64, st.cfg.verify_fraction);
     let checked = match (&b.spec.kind, b.bots, u.result.clone()) {
-        (ExperimentKind::Match(_), Some(Db(bots)), JobResult::Match(tally)) => {
-            let m = crate::verify::MatchBatch { batch, seed, first_pair, pairs, bots };
+        (ExperimentKind::Match(_), Some(Db(bots)), JobResult::Match(tally))
+        | (ExperimentKind::Selfplay(_), Some(Db(bots)), JobResult::Selfplay(tally)) => {
+            let paired = matches!(b.spec.kind, ExperimentKind::Match(_));
+            let m = crate::verify::MatchBatch { batch, seed, first_pair, pairs, bots, paired };
             tokio::task::spawn_blocking(move || crate::verify::check_match(&rules, &m, &logs, &tally, fraction)).await
         }
         (ExperimentKind::Wintable(_), _, JobResult::Wintable(counts)) => {
@@ -164,6 +167,11 @@ pub async fn upload(
     .await
     .map_err(|e| Error::internal(e.to_string()))??;
     verify_upload(&st, batch, worker, &u, gcg_text).await?;
+    // The logs are stored before the row that names them (logstore's invariant); a repeat
+    // upload finds them there.
+    let sizes = (gcg.len() as i64, csv.len() as i64);
+    st.logs.put(Log::Gcg, &u.logs.gcg_sha256, gcg).await?;
+    st.logs.put(Log::Csv, &u.logs.csv_sha256, csv).await?;
     let mut tx = st.db.begin().await?;
     let row: Option<BatchRow> = sqlx::query_as(
         "SELECT b.state, b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.first_unit, b.units, b.positions,
@@ -207,8 +215,9 @@ pub async fn upload(
         )));
     }
     let games = match &u.result {
-        JobResult::Match(tally) => {
-            if !tally.is_consistent() || tally.games != 2 * units as u64 {
+        JobResult::Match(tally) | JobResult::Selfplay(tally) => {
+            let paired = matches!(u.result, JobResult::Match(_));
+            if !tally.is_consistent(paired) || tally.games != 2 * units as u64 {
                 return Err(Error::unprocessable(format!(
                     "result.games: {} games with inconsistent counts; the batch has {} games",
                     tally.games,
@@ -257,7 +266,7 @@ pub async fn upload(
     let state = if matches!(u.result, JobResult::Endgame(_)) { "valid" } else { "pending" };
     sqlx::query(
         "INSERT INTO batch_results (batch_id, lease_id, worker_id, owner_id, cell_id, experiment_id, result, games, elapsed_ms,
-                                    gcg_gz, gcg_sha256, csv_gz, csv_sha256, state, digest)
+                                    gcg_bytes, gcg_sha256, csv_bytes, csv_sha256, state, digest)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
     )
     .bind(batch)
@@ -269,9 +278,9 @@ pub async fn upload(
     .bind(Db(&u.result))
     .bind(games as i64)
     .bind(u.elapsed_ms.min(i64::MAX as u64) as i64)
-    .bind(&gcg)
+    .bind(sizes.0)
     .bind(&u.logs.gcg_sha256)
-    .bind(&csv)
+    .bind(sizes.1)
     .bind(&u.logs.csv_sha256)
     .bind(state)
     .bind(&digest)
@@ -299,7 +308,7 @@ pub async fn upload(
             record_in_cell(&mut tx, cell, units, None, policy).await?;
             format!("recorded {games} positions{checks}")
         }
-        JobResult::Match(_) | JobResult::Wintable(_) => {
+        JobResult::Match(_) | JobResult::Selfplay(_) | JobResult::Wintable(_) => {
             // Bots with time budgets play differently on every machine: their batches are
             // validated by re-playing their games only (`verify`).
             let deterministic = b.bots.as_ref().is_none_or(|Db(bots)| {
@@ -408,7 +417,7 @@ async fn settle_batch(
                 mark_done(tx, batch).await?;
                 let result = &rows.iter().find(|r| r.digest == agreed).expect("the agreed result").result.0;
                 let tally = match result {
-                    JobResult::Match(t) => Some(t),
+                    JobResult::Match(t) | JobResult::Selfplay(t) => Some(t),
                     _ => None,
                 };
                 if record_in_cell(tx, cell, units, tally, policy).await? && matches!(result, JobResult::Wintable(_)) {
@@ -702,17 +711,22 @@ async fn record_in_cell(
 /// `GET /api/v1/batches/{id}/logs/{gcg|csv}`: a batch's logs, gzip-compressed: a validated
 /// result's, else one awaiting its replica; never a withdrawn or outvoted one.
 pub async fn logs(State(st): State<AppState>, Path((batch, which)): Path<(Uuid, String)>) -> Result<impl IntoResponse> {
-    let sql = match which.as_str() {
-        "gcg" => {
-            "SELECT gcg_gz FROM batch_results WHERE batch_id = $1 AND state IN ('valid', 'pending') ORDER BY state DESC, received_at LIMIT 1"
-        }
-        "csv" => {
-            "SELECT csv_gz FROM batch_results WHERE batch_id = $1 AND state IN ('valid', 'pending') ORDER BY state DESC, received_at LIMIT 1"
-        }
+    let (log, sql) = match which.as_str() {
+        "gcg" => (
+            Log::Gcg,
+            "SELECT gcg_sha256, gcg_gz FROM batch_results WHERE batch_id = $1 AND state IN ('valid', 'pending') ORDER BY state DESC, received_at LIMIT 1",
+        ),
+        "csv" => (
+            Log::Csv,
+            "SELECT csv_sha256, csv_gz FROM batch_results WHERE batch_id = $1 AND state IN ('valid', 'pending') ORDER BY state DESC, received_at LIMIT 1",
+        ),
         _ => return Err(Error::not_found("logs are `gcg` or `csv`")),
     };
-    let row: Option<(Vec<u8>,)> = sqlx::query_as(sql).bind(batch).fetch_optional(&st.db).await?;
-    let (bytes,) = row.ok_or_else(|| Error::not_found(format!("no result for batch {batch}")))?;
+    let row: Option<(String, Option<Vec<u8>>)> = sqlx::query_as(sql).bind(batch).fetch_optional(&st.db).await?;
+    let bytes = match row.ok_or_else(|| Error::not_found(format!("no result for batch {batch}")))? {
+        (_, Some(inline)) => inline.into(),
+        (sha, None) => st.logs.get(log, &sha).await?,
+    };
     Ok(([(header::CONTENT_TYPE, "application/gzip")], bytes))
 }
 

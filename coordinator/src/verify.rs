@@ -79,13 +79,15 @@ impl RulesCache {
     }
 }
 
-/// The match batch an upload claims to be.
+/// The match batch an upload claims to be, or a selfplay batch (`paired` false: game `i` on
+/// deal `i`, the first bot moving first in even games).
 pub struct MatchBatch {
     pub batch: uuid::Uuid,
     pub seed: u64,
     pub first_pair: u64,
     pub pairs: u64,
     pub bots: [String; 2],
+    pub paired: bool,
 }
 
 /// Whether game `id` of `batch` is re-played: a fixed choice from the batch and game, so a
@@ -109,12 +111,12 @@ pub fn check_match(
     let mut rows = Vec::with_capacity(games.len());
     for (id, text) in games {
         let source = format!("game {id}");
-        // Leg 0 of a pair seats the first bot first.
+        // Leg 0 of a pair (an even game, unpaired) seats the first bot first.
         let seat_bot = if id % 2 == 0 { [0, 1] } else { [1, 0] };
         let names = [b.bots[0].as_str(), b.bots[1].as_str()];
         let replayed = if sampled(b.batch, id, fraction) {
             let seats = [names[seat_bot[0]], names[seat_bot[1]]];
-            let deal = engine::autoplay::deal_seed(b.seed, id / 2);
+            let deal = engine::autoplay::deal_seed(b.seed, if b.paired { id / 2 } else { id });
             Some(replay(rules, text, deal, seats, &source)?)
         } else {
             None
@@ -125,7 +127,7 @@ pub fn check_match(
         outcomes.push(Outcome { id, seat_bot, scores: s.scores, bingos: s.bingos, turns: s.turns, micros: [0; 2] });
     }
     check_csv(&logs.csv, &rows)?;
-    let mut logged = MatchTally::from_outcomes(&outcomes);
+    let mut logged = MatchTally::from_games(&outcomes, b.paired);
     if tally.micros.iter().any(|&m| m > logged.games.saturating_mul(MAX_MICROS_PER_GAME)) {
         return Err(format!("result.micros: {:?} is more than an hour a game", tally.micros));
     }

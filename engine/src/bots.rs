@@ -4,14 +4,14 @@
 
 use crate::endgame::{Options, Solver, peg};
 use crate::eval::{OPENING_VOWEL_PENALTY, StaticEval, request};
-use crate::features::{Before, Encoder, FRAME_LEN};
+use crate::features::{Before, Encoder, FRAME_LEN, Valuer};
 use crate::game::Game;
 use crate::infer::{self, InferConfig, Inference, Likelihood, Posterior};
 use crate::leaves::{Klv, RackLeaves};
 use crate::movegen::{Ctx, Generator, Mode};
 use crate::moves::Move;
 use crate::rng::Rng;
-use crate::sim::{Opponent, SimConfig, Simulator, StopLevel};
+use crate::sim::{Opponent, RolloutNet, SimConfig, Simulator, StopLevel};
 use crate::view::{Knows, View};
 use crate::winpct::WinTable;
 use std::fmt;
@@ -39,12 +39,6 @@ pub trait Player: Send {
     }
 }
 
-/// A value net the CNN bot asks: for a batch of frames (`features::FRAME_LEN` floats each),
-/// the mover's expected outcome of each, -1 to 1. Implemented outside the engine (crate `nn`).
-pub trait Valuer: Send {
-    fn values(&mut self, frames: &[f32]) -> Result<Vec<f32>, String>;
-}
-
 /// Loads the value net a `cnn:model=...` spec names (a path or an artifact's sha256).
 pub type ModelLoader<'a> = dyn Fn(&str) -> Result<Box<dyn Valuer>, String> + 'a;
 
@@ -63,7 +57,8 @@ pub enum BotSpec {
     /// bag is empty (`endgame=MS` puts the solver there: see `Endgame`).
     /// `infer`: read the opponent's leave after each of their turns (`infer=sim|static|flat`
     /// and its options, see [`InferSpec`]); `oracle`: be told their leave (`oracle=leave`) or
-    /// rack (`oracle=rack`).
+    /// rack (`oracle=rack`); `model`: a value net (as the CNN bot's) scores the rollouts that
+    /// stop before the game ends, instead of the win-probability table.
     Sim {
         k: usize,
         plies: usize,
@@ -72,6 +67,7 @@ pub enum BotSpec {
         ms: Option<u64>,
         infer: Option<InferSpec>,
         oracle: Knows,
+        model: Option<String>,
     },
     /// `inner` (static or sim) with the endgame solver playing once the bag is empty, and for
     /// a simming bot the pre-endgame with one tile in the bag, within `ms` per move. Spelled
@@ -106,7 +102,7 @@ impl InferSpec {
 
 macro_rules! sim_params {
     () => {
-        "sim:k=K,plies=P,iterations=N,stop=99,ms=M (to read racks add infer=sim|static|flat,tau=T,infer_iters=N,infer_k=K,infer_plies=P,max_leaves=M,seq=0|1; to be told them, oracle=leave|rack)"
+        "sim:k=K,plies=P,iterations=N,stop=99,ms=M (to read racks add infer=sim|static|flat,tau=T,infer_iters=N,infer_k=K,infer_plies=P,max_leaves=M,seq=0|1; to be told them, oracle=leave|rack; to score rollouts with a value net, model=PATH|SHA256)"
     };
 }
 
@@ -192,7 +188,7 @@ impl BotSpec {
             }
             "sim" => {
                 let (mut k, mut plies, mut iterations, mut stop, mut ms) = (15, 2, 300, None, None);
-                let (mut infer, mut oracle) = (None, Knows::Nothing);
+                let (mut infer, mut oracle, mut model) = (None, Knows::Nothing, None);
                 let num = |v: &str, what: &str, max: u64| {
                     v.parse::<u64>()
                         .ok()
@@ -221,6 +217,7 @@ impl BotSpec {
                             )
                         }
                         "ms" => ms = Some(num(v, "ms", 3_600_000)?),
+                        "model" if !v.is_empty() => model = Some(v.to_string()),
                         "infer" => {
                             let l = Likelihood::parse(v)
                                 .ok_or_else(|| format!("bot `{s}`: infer must be sim, static or flat"))?;
@@ -277,7 +274,7 @@ impl BotSpec {
                         }
                     }
                 }
-                Ok(BotSpec::Sim { k, plies, iterations, stop, ms, infer, oracle })
+                Ok(BotSpec::Sim { k, plies, iterations, stop, ms, infer, oracle, model })
             }
             _ => Err(format!("unknown bot `{name}` (known: {BOTS})")),
         }
@@ -285,14 +282,25 @@ impl BotSpec {
 
     /// Whether the bot's moves follow from the position and seed alone, on any machine: false
     /// for time budgets (`ms`, `endgame=MS`), which stop a search wherever the clock says, and
-    /// for the CNN bot, whose net's values differ in their last bits between CPUs (ONNX
-    /// Runtime picks kernels by instruction set), GPUs and library versions, so that two
-    /// candidates valued alike can swap places on another machine.
+    /// for bots with a value net (the CNN bot, a sim bot scoring rollouts with one), whose
+    /// values differ in their last bits between CPUs (ONNX Runtime picks kernels by
+    /// instruction set), GPUs and library versions, so that two candidates valued alike can
+    /// swap places on another machine.
     pub fn deterministic(&self) -> bool {
         match self {
-            BotSpec::Sim { ms, .. } => ms.is_none(),
+            BotSpec::Sim { ms, model, .. } => ms.is_none() && model.is_none(),
             BotSpec::Endgame { .. } | BotSpec::Cnn { .. } => false,
             _ => true,
+        }
+    }
+
+    /// The value net the bot plays with (a CNN bot's, or a simulating bot's for its
+    /// rollouts), as its spec names it.
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            BotSpec::Cnn { model, .. } | BotSpec::Sim { model: Some(model), .. } => Some(model),
+            BotSpec::Endgame { inner, .. } => inner.model(),
+            _ => None,
         }
     }
 
@@ -335,9 +343,13 @@ impl BotSpec {
             BotSpec::Greedy => Box::new(Greedy),
             BotSpec::Static => Box::new(StaticEval::new(leaves)),
             BotSpec::Softmax { t, bag } => Box::new(Softmax { eval: StaticEval::new(leaves), t, bag }),
-            BotSpec::Sim { k, plies, iterations, stop, ms, ref infer, oracle } => {
+            BotSpec::Sim { k, plies, iterations, stop, ms, ref infer, oracle, ref model } => {
                 let table = table
                     .ok_or_else(|| crate::DataError::new("bot", format!("`{self}` needs a win-probability table")))?;
+                let net = match model {
+                    Some(m) => Some(models(m).map_err(|e| crate::DataError::new("bot", format!("`{self}`: {e}")))?),
+                    None => None,
+                };
                 let stop = stop.map(|l| StopLevel::parse(&l.to_string()).expect("parsed as 95, 98 or 99"));
                 Box::new(SimBot {
                     eval: StaticEval::new(leaves),
@@ -350,6 +362,8 @@ impl BotSpec {
                     infer: infer.clone(),
                     oracle,
                     memory: None,
+                    net,
+                    encoder: None,
                 })
             }
             BotSpec::Endgame { ref inner, ms } => {
@@ -375,8 +389,11 @@ impl fmt::Display for BotSpec {
             BotSpec::Greedy => write!(f, "greedy"),
             BotSpec::Static => write!(f, "static"),
             BotSpec::Softmax { t, bag } => write!(f, "softmax:t={t},bag={bag}"),
-            BotSpec::Sim { k, plies, iterations, stop, ms, infer, oracle } => {
+            BotSpec::Sim { k, plies, iterations, stop, ms, infer, oracle, model } => {
                 write!(f, "sim:k={k},plies={plies},iterations={iterations}")?;
+                if let Some(m) = model {
+                    write!(f, ",model={m}")?;
+                }
                 if let Some(l) = stop {
                     write!(f, ",stop={l}")?;
                 }
@@ -476,6 +493,9 @@ pub struct SimBot {
     /// For sequential inference: the posterior after the opponent's turn of this index and
     /// move (checked, so that a new game or a pass starts afresh).
     memory: Option<(usize, Move, Posterior)>,
+    /// The value net scoring open rollouts, and its encoder (made on the first simulation).
+    net: Option<Box<dyn Valuer>>,
+    encoder: Option<Encoder>,
 }
 
 impl Player for SimBot {
@@ -504,7 +524,16 @@ impl Player for SimBot {
             time_limit: self.ms.map(std::time::Duration::from_millis),
         };
         let opponent = self.opponent(ctx, view, rng);
-        let sim = Simulator { ctx, leaves: self.eval.leaves().cloned(), table: &self.table };
+        let net = match (&mut self.net, &mut self.encoder) {
+            (Some(valuer), encoder) => {
+                let encoder = encoder.get_or_insert_with(|| {
+                    Encoder::new(ctx.dist).expect("value nets read 26-letter games (the model loader checks)")
+                });
+                Some(RolloutNet { valuer: std::sync::Mutex::new(valuer.as_mut()), encoder })
+            }
+            (None, _) => None,
+        };
+        let sim = Simulator { ctx, leaves: self.eval.leaves().cloned(), table: &self.table, net };
         sim.run_against(game, moves, &cfg, &opponent, &|_| {}).candidates[0].mv
     }
 }

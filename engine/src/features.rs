@@ -58,6 +58,13 @@ pub const SCORE_SCALE: f32 = 50.0;
 pub const LEAVE_SCALE: f32 = 25.0;
 pub const SPREAD_SCALE: f32 = 100.0;
 
+/// A value net: for a batch of frames ([`FRAME_LEN`] floats each), the expected outcome of
+/// each for the player who made its play, -1 to 1. Implemented outside the engine (crate
+/// `nn`); the CNN bot values its candidates with one, the simulator its open rollouts.
+pub trait Valuer: Send {
+    fn values(&mut self, frames: &[f32]) -> Result<Vec<f32>, String>;
+}
+
 /// What a record's target says of the mover.
 #[derive(Clone, Copy, Debug)]
 pub enum Target<'a> {

@@ -422,7 +422,7 @@ impl Inference<'_> {
         let (scores, iterations): (Vec<f64>, u64) = match cfg.likelihood {
             Likelihood::Static => (cands.iter().map(|m| m.equity as f64 / 1000.0).collect(), 0),
             _ => {
-                let sim = Simulator { ctx: self.ctx, leaves: self.leaves.clone(), table: self.table };
+                let sim = Simulator { ctx: self.ctx, leaves: self.leaves.clone(), table: self.table, net: None };
                 let sc = SimConfig {
                     candidates: cands.len(),
                     plies: cfg.plies,

@@ -1,7 +1,8 @@
 //! Truncated Monte Carlo simulation: take the static evaluator's top `k` moves, and for each
 //! iteration deal the unseen tiles at random (an opponent rack and a bag order), play every
 //! candidate followed by `plies` static best moves, and score it by win probability (from the
-//! [`WinTable`], leaves folded into the spread) and by equity (spread change plus leaves).
+//! [`WinTable`], leaves folded into the spread, or from a value net: [`RolloutNet`]) and by
+//! equity (spread change plus leaves).
 //!
 //! Every candidate sees the same deal in an iteration (common random numbers), and iteration
 //! `i`'s deal comes from `derive(seed, i)`: results do not depend on the thread count.
@@ -9,6 +10,7 @@
 
 use crate::board::DIM;
 use crate::eval::{OPENING_VOWEL_PENALTY, StaticEval, request};
+use crate::features::{Before, Encoder, FRAME_LEN, Valuer};
 use crate::game::{Bag, Game};
 use crate::leaves::{Klv, RackLeaves};
 use crate::movegen::{Ctx, Generator, Mode};
@@ -17,7 +19,7 @@ use crate::rng::{Rng, derive};
 use crate::stats::{Welford, Z95, Z98, Z99};
 use crate::winpct::WinTable;
 use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Iterations between statistical checks (and the unit of parallel work).
 pub const BLOCK: u64 = 128;
@@ -102,6 +104,31 @@ pub struct Simulator<'a> {
     pub ctx: Ctx<'a>,
     pub leaves: Option<Arc<Klv>>,
     pub table: &'a WinTable,
+    /// Scores the rollouts that end before the game does, instead of `table`.
+    pub net: Option<RolloutNet<'a>>,
+}
+
+/// A value net that scores each rollout that stops before the game ends: the frame of the
+/// rollout's last play (`features`, from its mover's view, as the CNN bot values its
+/// candidates), whose value `v` is that mover's expected outcome, so a win probability of
+/// `(v + 1) / 2`. A block's open rollouts are valued together after it is played, in
+/// iteration order and batches of [`NET_BATCH`], so the values (and the results) do not
+/// depend on the thread count.
+pub struct RolloutNet<'a> {
+    pub valuer: Mutex<&'a mut dyn Valuer>,
+    pub encoder: &'a Encoder,
+}
+
+/// Most frames sent to a rollout net at once (77 KB each).
+pub const NET_BATCH: usize = 256;
+
+/// How a rollout ended, for the simulating player.
+enum Ended {
+    /// Win probability and equity.
+    Scored(f64, f64),
+    /// Stopped before the game ended, for the net: the position before the last play, the
+    /// play, the play before it, and the equity.
+    Open { before: Box<Game>, last: Move, previous: Option<Move>, equity: f64 },
 }
 
 impl Simulator<'_> {
@@ -176,7 +203,7 @@ impl Simulator<'_> {
         {
             let n = check.map_or(BLOCK, |c| c.every.max(1)).min(cfg.iterations - done);
             let active: Vec<bool> = cands.iter().map(|c| !c.cut).collect();
-            let results: Vec<Vec<Option<(f64, f64)>>> = (done..done + n)
+            let mut ended: Vec<Vec<Option<Ended>>> = (done..done + n)
                 .into_par_iter()
                 .map_init(
                     || (Generator::new(), StaticEval::new(self.leaves.clone())),
@@ -193,6 +220,7 @@ impl Simulator<'_> {
                     },
                 )
                 .collect();
+            let results = self.score(&mut ended, me);
             for r in &results {
                 let reference = check.and_then(|c| r.get(c.paired_with).copied().flatten());
                 for (c, x) in cands.iter_mut().zip(r) {
@@ -223,8 +251,49 @@ impl Simulator<'_> {
         SimResult { candidates: cands, iterations: done }
     }
 
+    /// The block's (win probability, equity) for player `me`: open rollouts valued by the net.
+    fn score(&self, ended: &mut [Vec<Option<Ended>>], me: usize) -> Vec<Vec<Option<(f64, f64)>>> {
+        if let Some(net) = &self.net {
+            let mut open: Vec<&mut Ended> =
+                ended.iter_mut().flatten().flatten().filter(|e| matches!(e, Ended::Open { .. })).collect();
+            let mut frames = Vec::new();
+            let mut unseen = Vec::new();
+            for chunk in open.chunks_mut(NET_BATCH) {
+                frames.clear();
+                frames.resize(chunk.len() * FRAME_LEN, 0.0);
+                for (e, frame) in chunk.iter().zip(frames.chunks_exact_mut(FRAME_LEN)) {
+                    let Ended::Open { before, last, previous, .. } = &**e else { unreachable!("open rollouts only") };
+                    let b = Before::of_game(before, &mut unseen, previous.as_ref());
+                    let leave = self.leaves.as_deref().map_or(0.0, |k| k.value(&last.leave(b.rack)));
+                    net.encoder.encode(self.ctx, &b, last, leave, frame);
+                }
+                // A net that loaded has the checked shapes; failing now is the machine (out of
+                // memory, a lost GPU), which no move can answer.
+                let values = net.valuer.lock().expect("rollout net").values(&frames);
+                let values = values.unwrap_or_else(|e| panic!("the rollout net failed: {e}"));
+                for (e, v) in chunk.iter_mut().zip(values) {
+                    let Ended::Open { before, equity, .. } = &**e else { unreachable!("open rollouts only") };
+                    let p = ((v as f64 + 1.0) / 2.0).clamp(0.0, 1.0);
+                    **e = Ended::Scored(if before.on_turn == me { p } else { 1.0 - p }, *equity);
+                }
+            }
+        }
+        ended
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|e| match e {
+                        Some(Ended::Scored(w, eq)) => Some((*w, *eq)),
+                        Some(Ended::Open { .. }) => unreachable!("valued above"),
+                        None => None,
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Play `mv` and `plies` static replies on a copy of `deal`; (win probability, equity) for
-    /// player `me`.
+    /// player `me`, or the open end for the net.
     #[allow(clippy::too_many_arguments)]
     fn rollout(
         &self,
@@ -235,16 +304,23 @@ impl Simulator<'_> {
         bot: &mut StaticEval,
         mg: &mut Generator,
         replies: &mut Replies,
-    ) -> (f64, f64) {
+    ) -> Ended {
         let ctx = self.ctx;
         let mut g = deal.clone();
         let spread0 = g.scores[me] - g.scores[1 - me];
+        let netted = self.net.is_some();
+        let mut before = netted.then(|| Box::new(g.clone()));
+        let (mut last, mut previous) = (*mv, None);
         g.play(ctx, mv);
         for ply in 0..plies {
             if g.is_over() {
                 break;
             }
             let m = if ply == 0 { replies.reply(ctx, bot, deal, &g, mg) } else { bot.best_move(ctx, &g, mg) };
+            if netted {
+                before = Some(Box::new(g.clone()));
+            }
+            (previous, last) = (Some(last), m);
             g.play(ctx, &m);
         }
         let spread = g.scores[me] - g.scores[1 - me];
@@ -254,7 +330,7 @@ impl Simulator<'_> {
                 std::cmp::Ordering::Equal => 0.5,
                 std::cmp::Ordering::Less => 0.0,
             };
-            return (win, (spread - spread0) as f64);
+            return Ended::Scored(win, (spread - spread0) as f64);
         }
         let leave = |p: usize| {
             let mut rack = g.racks[p].clone();
@@ -262,12 +338,15 @@ impl Simulator<'_> {
             self.leaves.as_deref().map_or(0.0, |k| k.value(&rack) as f64)
         };
         let adjusted = spread as f64 + leave(me) - leave(1 - me);
+        if let Some(before) = before {
+            return Ended::Open { before, last, previous, equity: adjusted - spread0 as f64 };
+        }
         // Unseen from the seat of whoever is to move: the bag and the other rack.
         let to_move = g.on_turn;
         let unseen = g.bag.len() + g.racks[1 - to_move].len();
         let s = adjusted.round() as i32;
         let win = if to_move == me { self.table.win_prob(s, unseen) } else { 1.0 - self.table.win_prob(-s, unseen) };
-        (win, adjusted - spread0 as f64)
+        Ended::Scored(win, adjusted - spread0 as f64)
     }
 }
 

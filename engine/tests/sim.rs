@@ -53,7 +53,7 @@ fn same_seed_same_result_on_one_and_two_threads_and_the_position_is_untouched() 
     let ctx = common::ctx(common::enable());
     let dist = ctx.dist;
     let (klv, table) = data();
-    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table };
+    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table, net: None };
     for seed in [1, 2] {
         let g = midgame(ctx, &klv, seed, 6);
         let snapshot = |g: &Game| {
@@ -75,7 +75,7 @@ fn same_seed_same_result_on_one_and_two_threads_and_the_position_is_untouched() 
 fn common_random_numbers_identical_candidates_identical_statistics() {
     let ctx = common::ctx(common::enable());
     let (klv, table) = data();
-    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table };
+    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table, net: None };
     let g = midgame(ctx, &klv, 5, 4);
     let mut mg = Generator::new();
     let best = StaticEval::new(Some(klv.clone())).best(ctx, &g, &mut mg, 2).to_vec();
@@ -107,7 +107,7 @@ fn an_obvious_best_move_wins_and_is_never_cut() {
     let ctx = common::ctx(common::enable());
     let (kwg, dist) = (ctx.kwg, ctx.dist);
     let (klv, table) = data();
-    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table };
+    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table, net: None };
     let g = Position::parse("15/15/15/15/15/15/15/15/15/15/15/15/15/15/15 AEINRST/ 0/0 0", dist)
         .unwrap()
         .into_game(kwg, dist, 1);
@@ -136,7 +136,7 @@ fn game_ends_inside_rollouts_are_scored_exactly() {
     let ctx = common::ctx(common::enable());
     let dist = ctx.dist;
     let (klv, table) = data();
-    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table };
+    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table, net: None };
     // Play until the bag is empty; then rollouts of 20 plies always reach the end.
     let mut found = 0;
     for seed in 0..20 {
@@ -175,11 +175,18 @@ fn sim_bot_specs() {
             stop: Some(99),
             ms: None,
             infer: None,
-            oracle: engine::view::Knows::Nothing
+            oracle: engine::view::Knows::Nothing,
+            model: None
         }
     );
     assert_eq!(BotSpec::parse(&b.to_string()).unwrap(), b);
+    assert!(b.deterministic() && b.model().is_none());
     assert_eq!(BotSpec::parse("sim").unwrap().to_string(), "sim:k=15,plies=2,iterations=300");
+    // A value net for the rollouts: named like a CNN bot's, and not reproducible across machines.
+    let net = BotSpec::parse("sim:k=5,model=net.onnx").unwrap();
+    assert_eq!(net.to_string(), "sim:k=5,plies=2,iterations=300,model=net.onnx");
+    assert_eq!((net.model(), net.deterministic()), (Some("net.onnx"), false));
+    assert_eq!(BotSpec::parse("sim:model=m.onnx,endgame=500").unwrap().model(), Some("m.onnx"));
     for (bad, word) in [
         ("sim:k=0", "k must"),
         ("sim:stop=97", "stop must"),
@@ -229,4 +236,60 @@ fn shared_replies_equal_the_static_bots_choice() {
         }
     }
     assert!(compared > 1500 && kinds[1] > 20, "{compared} replies compared, candidates by kind {kinds:?}");
+}
+
+/// A value net for tests: a fixed function of each frame, counting the frames it is sent.
+struct FakeNet {
+    /// `None`: a value made from the frame's scalars.
+    constant: Option<f32>,
+    frames: usize,
+}
+
+impl engine::features::Valuer for FakeNet {
+    fn values(&mut self, frames: &[f32]) -> Result<Vec<f32>, String> {
+        let n = frames.len() / engine::features::FRAME_LEN;
+        self.frames += n;
+        Ok(frames
+            .chunks_exact(engine::features::FRAME_LEN)
+            // The last scalars: the move's score, its leave, the bag, the spread after it.
+            .map(|f| self.constant.unwrap_or_else(|| f[f.len() - 5..].iter().sum::<f32>().tanh()))
+            .collect())
+    }
+}
+
+#[test]
+fn a_rollout_net_values_every_open_rollout_from_its_last_movers_view() {
+    let ctx = common::ctx(common::enable());
+    let (klv, table) = data();
+    let encoder = engine::features::Encoder::new(ctx.dist).unwrap();
+    let g = midgame(ctx, &klv, 3, 6);
+    let run = |net: &mut FakeNet, plies: usize, threads: usize| {
+        let net = engine::sim::RolloutNet { valuer: std::sync::Mutex::new(net), encoder: &encoder };
+        let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table, net: Some(net) };
+        on(threads, || sim.run(&g, &SimConfig { plies, ..cfg(200, 9) }, &|_| {}))
+    };
+    // A net sure that the last play's mover wins: after a candidate alone that is the
+    // simulating player; after the opponent's reply, the opponent. No game ends this soon.
+    for (plies, win) in [(0, 1.0), (1, 0.0)] {
+        let mut net = FakeNet { constant: Some(1.0), frames: 0 };
+        let r = run(&mut net, plies, 2);
+        assert_eq!(net.frames, 6 * 200, "one frame a candidate an iteration");
+        assert!(r.candidates.iter().all(|c| c.win.mean() == win && c.win.count() == 200), "{plies} plies");
+    }
+    // Values that depend on the position: the same on one thread as on two, and not the table's.
+    let (mut one, mut two) = (FakeNet { constant: None, frames: 0 }, FakeNet { constant: None, frames: 0 });
+    let a = run(&mut one, 2, 1);
+    let b = run(&mut two, 2, 2);
+    assert_eq!(summary(&a), summary(&b));
+    let plain = Simulator { ctx, leaves: Some(klv.clone()), table: &table, net: None };
+    let c = on(2, || plain.run(&g, &cfg(200, 9), &|_| {}));
+    let wins = |r: &SimResult| r.candidates.iter().map(|c| c.win.mean().to_bits()).collect::<Vec<_>>();
+    assert_ne!(wins(&a), wins(&c));
+    // Equity does not involve the net.
+    let equity = |r: &SimResult| {
+        let mut e: Vec<_> = r.candidates.iter().map(|c| (c.mv, c.equity.mean().to_bits())).collect();
+        e.sort_by(|x, y| engine::moves::rank(&x.0, &y.0));
+        e
+    };
+    assert_eq!(equity(&a), equity(&c));
 }

@@ -57,7 +57,7 @@ impl Batcher {
     }
 }
 
-impl engine::bots::Valuer for Batcher {
+impl engine::features::Valuer for Batcher {
     fn values(&mut self, frames: &[f32]) -> Result<Vec<f32>, String> {
         self.evaluate(frames)
     }

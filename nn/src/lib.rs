@@ -264,7 +264,7 @@ impl Model {
     }
 }
 
-impl engine::bots::Valuer for Model {
+impl engine::features::Valuer for Model {
     fn values(&mut self, frames: &[f32]) -> Result<Vec<f32>, String> {
         self.evaluate(frames).map_err(|e| e.to_string())
     }

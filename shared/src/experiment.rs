@@ -48,17 +48,20 @@ pub enum JobKind {
     Endgame,
     /// Static-vs-static games whose positions make a win-probability table.
     Wintable,
+    /// Games kept as training data (a CNN's): each deal played once, seats alternating.
+    Selfplay,
 }
 
 impl JobKind {
     /// Every kind this build runs.
-    pub const ALL: [JobKind; 3] = [JobKind::Match, JobKind::Endgame, JobKind::Wintable];
+    pub const ALL: [JobKind; 4] = [JobKind::Match, JobKind::Endgame, JobKind::Wintable, JobKind::Selfplay];
 
     pub fn as_str(self) -> &'static str {
         match self {
             JobKind::Match => "match",
             JobKind::Endgame => "endgame",
             JobKind::Wintable => "wintable",
+            JobKind::Selfplay => "selfplay",
         }
     }
 
@@ -72,13 +75,20 @@ impl JobKind {
             JobKind::Match => "pair of games (one deal, seats swapped)",
             JobKind::Endgame => "position",
             JobKind::Wintable => "two games (two deals, each played once)",
+            JobKind::Selfplay => "two games (two deals, each played once, the seats alternating)",
         }
+    }
+
+    /// Whether its cells play two bots against each other (a match's, or a selfplay's for
+    /// their logs), tallied as a [`crate::stats::MatchTally`].
+    pub fn plays_bots(self) -> bool {
+        matches!(self, JobKind::Match | JobKind::Selfplay)
     }
 
     /// Whether its batches play games (whose rate the workers page shows as games/s).
     pub fn plays_games(self) -> bool {
         match self {
-            JobKind::Match | JobKind::Wintable => true,
+            JobKind::Match | JobKind::Wintable | JobKind::Selfplay => true,
             JobKind::Endgame => false,
         }
     }
@@ -91,7 +101,7 @@ impl JobKind {
     /// How many of [`JobKind::shown`] one unit is.
     pub fn shown_per_unit(self) -> u64 {
         match self {
-            JobKind::Match | JobKind::Wintable => 2,
+            JobKind::Match | JobKind::Wintable | JobKind::Selfplay => 2,
             JobKind::Endgame => 1,
         }
     }
@@ -102,6 +112,7 @@ impl JobKind {
             JobKind::Match => format!("reached its target of {} games", 2 * target),
             JobKind::Endgame => format!("all {target} positions solved"),
             JobKind::Wintable => format!("all {} games played; table fitted", 2 * target),
+            JobKind::Selfplay => format!("all {} games played and logged", 2 * target),
         }
     }
 
@@ -110,7 +121,7 @@ impl JobKind {
     /// limit, so a first endgame batch is one position.
     pub fn first_batch_units(self, threads: u64) -> u64 {
         match self {
-            JobKind::Match | JobKind::Wintable => threads.max(1),
+            JobKind::Match | JobKind::Wintable | JobKind::Selfplay => threads.max(1),
             JobKind::Endgame => 1,
         }
     }
@@ -292,6 +303,10 @@ pub enum ExperimentKind {
     Endgame(EndgameSpec),
     /// Static-vs-static games counted into a win-probability table.
     Wintable(WintableSpec),
+    /// Games generated for their logs (a CNN's training data): a match's bots and grid, each
+    /// deal played once with the seats alternating (more positions per CPU-second than paired
+    /// deals give, none repeated), no SPRT: every cell plays its games.
+    Selfplay(MatchSpec),
 }
 
 /// A match experiment: two bots, a grid over their parameters, and a game target per cell.
@@ -332,6 +347,15 @@ impl ExperimentKind {
             ExperimentKind::Match(_) => JobKind::Match,
             ExperimentKind::Endgame(_) => JobKind::Endgame,
             ExperimentKind::Wintable(_) => JobKind::Wintable,
+            ExperimentKind::Selfplay(_) => JobKind::Selfplay,
+        }
+    }
+
+    /// The bots and grid of an experiment whose cells play games between two bots.
+    pub fn matchup(&self) -> Option<&MatchSpec> {
+        match self {
+            ExperimentKind::Match(m) | ExperimentKind::Selfplay(m) => Some(m),
+            ExperimentKind::Endgame(_) | ExperimentKind::Wintable(_) => None,
         }
     }
 
@@ -339,16 +363,13 @@ impl ExperimentKind {
     pub fn sprt(&self) -> Option<&Sprt> {
         match self {
             ExperimentKind::Match(m) => m.sprt.as_ref(),
-            ExperimentKind::Endgame(_) | ExperimentKind::Wintable(_) => None,
+            ExperimentKind::Endgame(_) | ExperimentKind::Wintable(_) | ExperimentKind::Selfplay(_) => None,
         }
     }
 
-    /// The grid's axes (none but a match's).
+    /// The grid's axes (none but a match's or a self-play's).
     pub fn axes(&self) -> &[Axis] {
-        match self {
-            ExperimentKind::Match(m) => &m.axes,
-            ExperimentKind::Endgame(_) | ExperimentKind::Wintable(_) => &[],
-        }
+        self.matchup().map_or(&[], |m| &m.axes)
     }
 }
 
@@ -386,26 +407,33 @@ impl ExperimentSpec {
                 return err(field, "must be a lowercase hex sha256");
             }
         }
-        if f.gpu && kind != JobKind::Match {
-            return err("gpu", "only match experiments (with a CNN bot) run on GPUs");
+        if f.gpu && !matches!(kind, JobKind::Match | JobKind::Selfplay) {
+            return err("gpu", "only match and selfplay experiments (with a CNN bot) run on GPUs");
         }
         match kind {
-            JobKind::Match => Self::parse_match(f, name),
+            JobKind::Match | JobKind::Selfplay => Self::parse_match(f, name, kind),
             JobKind::Endgame => Self::parse_endgame(f, name),
             JobKind::Wintable => Self::parse_wintable(f, name),
         }
     }
 
-    fn parse_match(f: File, name: String) -> Result<Self, SpecError> {
+    /// A match, or a self-play experiment (`selfplay`: the same bots and grid, each deal
+    /// played once, no SPRT).
+    fn parse_match(f: File, name: String, kind: JobKind) -> Result<Self, SpecError> {
+        let what = kind.as_str();
         if f.endgame.is_some() {
             return err("endgame", "only an endgame experiment takes an [endgame] section");
         }
-        let Some(games) = f.games else { return err("games", "a match experiment needs `games` (per cell)") };
+        if kind == JobKind::Selfplay && f.sprt.is_some() {
+            return err("sprt", "a selfplay experiment plays every game it asks for: it takes no [sprt]");
+        }
+        let Some(games) = f.games else { return err("games", format!("a {what} experiment needs `games` (per cell)")) };
         if games == 0 || games % 2 == 1 || games > MAX_GAMES_PER_CELL {
-            return err("games", format!("must be even (deals are paired), 2 to {MAX_GAMES_PER_CELL}"));
+            let why = if kind == JobKind::Match { "deals are paired" } else { "batches deal two games at a time" };
+            return err("games", format!("must be even ({why}), 2 to {MAX_GAMES_PER_CELL}"));
         }
         let Some(m) = f.match_ else {
-            return err("match", "a match experiment needs a [match] section with bot1 and bot2");
+            return err("match", format!("a {what} experiment needs a [match] section with bot1 and bot2"));
         };
         for (field, b) in [("match.bot1", &m.bot1), ("match.bot2", &m.bot2)] {
             volunteer_bot(b).map_err(|message| SpecError { field: field.into(), message })?;
@@ -459,7 +487,10 @@ impl ExperimentSpec {
         // Building every cell validates every bot the grid makes.
         let cells = m.cells()?;
         if f.gpu && models(&cells).is_empty() {
-            return err("gpu", "no bot of this experiment is a CNN bot, so none would use a GPU");
+            return err(
+                "gpu",
+                "no bot of this experiment has a value net (a CNN bot, or a sim bot with model=), so none would use a GPU",
+            );
         }
         Ok(ExperimentSpec {
             name,
@@ -468,7 +499,7 @@ impl ExperimentSpec {
             seed: f.seed,
             artifacts: f.artifacts,
             gpu: f.gpu,
-            kind: ExperimentKind::Match(m),
+            kind: if kind == JobKind::Match { ExperimentKind::Match(m) } else { ExperimentKind::Selfplay(m) },
         })
     }
 
@@ -599,7 +630,7 @@ impl ExperimentSpec {
             CellSpec { index, params, bots: None, target, carved }
         };
         Ok(match &self.kind {
-            ExperimentKind::Match(m) => m.cells()?,
+            ExperimentKind::Match(m) | ExperimentKind::Selfplay(m) => m.cells()?,
             ExperimentKind::Endgame(e) => {
                 vec![pass(0, "solve", e.count(), true), pass(1, "check", e.checks(self.seed), false)]
             }
@@ -723,11 +754,12 @@ fn apply_params(
 /// A bot volunteers can play: any bot, but a CNN bot's model is named by the sha256 of an
 /// artifact (volunteers fetch it from the coordinator), never by a path.
 fn volunteer_bot(spec: &str) -> Result<BotSpec, String> {
-    match BotSpec::parse(spec).map_err(|e| e.message)? {
-        BotSpec::Cnn { model, .. } if !is_sha256(&model) => Err(format!(
+    let bot = BotSpec::parse(spec).map_err(|e| e.message)?;
+    match bot.model() {
+        Some(model) if !is_sha256(model) => Err(format!(
             "`{spec}`: volunteers fetch models by sha256: register the file with `coordinator artifact --role model {model}` and name the sha256 it prints (model=SHA256)"
         )),
-        bot => Ok(bot),
+        _ => Ok(bot),
     }
 }
 
@@ -736,15 +768,13 @@ pub fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
 }
 
-/// The sha256s of the models the cells' CNN bots play with, each once, in order.
+/// The sha256s of the value nets the cells' bots play with (CNN bots', simulating bots' for
+/// their rollouts), each once, in order.
 pub fn models(cells: &[CellSpec]) -> Vec<String> {
     let mut out: Vec<String> = cells
         .iter()
         .flat_map(|c| c.bots.iter().flatten())
-        .filter_map(|b| match BotSpec::parse(b) {
-            Ok(BotSpec::Cnn { model, .. }) => Some(model),
-            _ => None,
-        })
+        .filter_map(|b| BotSpec::parse(b).ok()?.model().map(str::to_string))
         .collect();
     out.sort();
     out.dedup();
@@ -850,6 +880,11 @@ bot2 = "static"
         assert_eq!(needs(&spec, &spec.cells().unwrap()), ["onnx", "cuda"]);
         let plain = ExperimentSpec::parse(GRID).unwrap();
         assert!(needs(&plain, &plain.cells().unwrap()).is_empty());
+        // A simulating bot's rollout net is a model too.
+        let sim = ExperimentSpec::parse(&GRID.replace("bot2 = \"static\"", &format!("bot2 = \"sim:k=3,model={a}\"")))
+            .unwrap();
+        assert_eq!(models(&sim.cells().unwrap()), std::slice::from_ref(&a));
+        rejects(&GRID.replace("bot2 = \"static\"", "bot2 = \"sim:model=net.onnx\""), "match.bot2");
         // A model axis of paths is refused too, naming the axis.
         rejects(&text.replace(&format!("\"{a}\""), "\"net.onnx\""), "grid.\"bot1.model\"");
         rejects(&text.replace(&b, &b.to_uppercase()), "match.bot1");
@@ -903,9 +938,23 @@ bot2 = "static"
     }
 
     #[test]
+    fn selfplay_experiments_are_matches_without_an_sprt() {
+        let text = GRID.replace("kind = \"match\"", "kind = \"selfplay\"");
+        let spec = ExperimentSpec::parse(&text).unwrap();
+        let ExperimentKind::Selfplay(m) = &spec.kind else { panic!("a selfplay experiment: {spec:?}") };
+        assert_eq!(spec.kind.job_kind(), JobKind::Selfplay);
+        assert_eq!((m.games_per_cell, spec.kind.axes().len(), spec.kind.sprt()), (100, 2, None));
+        assert_eq!(spec.cells().unwrap(), ExperimentSpec::parse(GRID).unwrap().cells().unwrap());
+        rejects(&format!("{text}\n[sprt]\np0 = 0.5\np1 = 0.55\nalpha = 0.05\nbeta = 0.05\n"), "sprt");
+        rejects(&text.replace("games = 100", "games = 3"), "games");
+        rejects("name = \"s\"\nkind = \"selfplay\"\ngames = 2\n", "match");
+    }
+
+    #[test]
     fn stored_specs_are_flat_and_tagged_by_kind() {
         for text in [
             GRID.to_string(),
+            GRID.replace("kind = \"match\"", "kind = \"selfplay\""),
             "name = \"t\"\nkind = \"wintable\"\ngames = 4\n".into(),
             "name = \"e\"\nkind = \"endgame\"\n[endgame]\ngenerate = { count = 5 }\nplies = 3\n".into(),
         ] {

@@ -186,6 +186,9 @@ pub enum Job {
     Match(MatchJob),
     Endgame(EndgameJob),
     Wintable(WintableJob),
+    /// Games `2 * first_pair .. 2 * (first_pair + pairs)` of the cell's run, game `i` on deal
+    /// `i` (`engine::autoplay::deal_seed(seed, i)`), the first bot moving first in even games.
+    Selfplay(MatchJob),
 }
 
 impl Job {
@@ -194,6 +197,7 @@ impl Job {
             Job::Match(_) => JobKind::Match,
             Job::Endgame(_) => JobKind::Endgame,
             Job::Wintable(_) => JobKind::Wintable,
+            Job::Selfplay(_) => JobKind::Selfplay,
         }
     }
 
@@ -201,7 +205,7 @@ impl Job {
     /// games for matches and win tables, positions for endgames.
     pub fn units(&self) -> u64 {
         match self {
-            Job::Match(m) => m.pairs,
+            Job::Match(m) | Job::Selfplay(m) => m.pairs,
             Job::Endgame(e) => e.positions.len() as u64,
             Job::Wintable(w) => w.pairs,
         }
@@ -301,6 +305,9 @@ pub enum JobResult {
     Match(MatchTally),
     Endgame(EndgameReport),
     Wintable(WinCounts),
+    /// A selfplay batch's games, tallied from the first bot's side (unpaired: no
+    /// `pair_points`).
+    Selfplay(MatchTally),
 }
 
 impl JobResult {
@@ -309,13 +316,22 @@ impl JobResult {
             JobResult::Match(_) => JobKind::Match,
             JobResult::Endgame(_) => JobKind::Endgame,
             JobResult::Wintable(_) => JobKind::Wintable,
+            JobResult::Selfplay(_) => JobKind::Selfplay,
+        }
+    }
+
+    /// The games' tally, for the kinds whose cells play two bots against each other.
+    pub fn tally(&self) -> Option<&MatchTally> {
+        match self {
+            JobResult::Match(t) | JobResult::Selfplay(t) => Some(t),
+            JobResult::Endgame(_) | JobResult::Wintable(_) => None,
         }
     }
 
     /// Games played, or positions solved.
     pub fn games(&self) -> u64 {
         match self {
-            JobResult::Match(t) => t.games,
+            JobResult::Match(t) | JobResult::Selfplay(t) => t.games,
             JobResult::Endgame(r) => r.solved.len() as u64,
             JobResult::Wintable(w) => w.games,
         }
@@ -324,7 +340,7 @@ impl JobResult {
     /// Units of work done ([`JobKind::unit`]): what a cell counts towards its target.
     pub fn units(&self) -> u64 {
         match self {
-            JobResult::Match(t) => t.games / 2,
+            JobResult::Match(t) | JobResult::Selfplay(t) => t.games / 2,
             JobResult::Endgame(r) => r.solved.len() as u64,
             JobResult::Wintable(w) => w.games / 2,
         }

@@ -120,7 +120,13 @@ impl MatchTally {
     /// Tally finished paired games; both legs of every pair must be among them. Bot 0 is the
     /// first bot.
     pub fn from_outcomes(games: &[Outcome]) -> MatchTally {
-        let mut t = Tallier::new(true);
+        Self::from_games(games, true)
+    }
+
+    /// Tally finished games, paired (as [`MatchTally::from_outcomes`]) or each on a deal of
+    /// its own.
+    pub fn from_games(games: &[Outcome], paired: bool) -> MatchTally {
+        let mut t = Tallier::new(paired);
         games.iter().for_each(|o| t.add(o));
         t.tally()
     }
@@ -144,11 +150,12 @@ impl MatchTally {
         self.first_draws += o.first_draws;
     }
 
-    /// Whether the counts agree with each other (a check on uploads).
-    pub fn is_consistent(&self) -> bool {
+    /// Whether the counts agree with each other (a check on uploads): every game in a pair
+    /// when `paired`, in none when not.
+    pub fn is_consistent(&self, paired: bool) -> bool {
         let pairs: u64 = self.pair_points.iter().sum();
         self.wins + self.draws + self.losses == self.games
-            && 2 * pairs == self.games
+            && (if paired { 2 * pairs == self.games } else { pairs == 0 })
             && self.first_wins + self.first_draws <= self.games
     }
 
@@ -208,14 +215,33 @@ impl MatchTally {
     /// How many standard errors this tally's mean pair score lies above `rest`'s: Welch's z
     /// over pairs, each side's variance padded as in [`MatchTally::interval`]. The check of a
     /// worker whose games cannot be replicated (time-budgeted bots) against everyone else's in
-    /// its cell; nothing below [`OUTLIER_MIN_PAIRS`] pairs on either side.
+    /// its cell; nothing below [`OUTLIER_MIN_PAIRS`] pairs on either side. Unpaired games (a
+    /// selfplay cell's) are compared game by game, from twice as many games on each side.
     pub fn outlier_z(&self, rest: &MatchTally) -> Option<f64> {
-        let (n1, n2) = (self.pairs(), rest.pairs());
-        if n1 < OUTLIER_MIN_PAIRS || n2 < OUTLIER_MIN_PAIRS {
+        let (paired, n1, n2) = match (self.pairs(), rest.pairs()) {
+            (0, 0) => (false, self.games, rest.games),
+            (a, b) => (true, a, b),
+        };
+        let least = if paired { OUTLIER_MIN_PAIRS } else { 2 * OUTLIER_MIN_PAIRS };
+        if n1 < least || n2 < least {
             return None;
         }
-        let ((m1, v1), (m2, v2)) = (self.pair_moments(), rest.pair_moments());
+        let moments = |t: &MatchTally| if paired { t.pair_moments() } else { t.game_moments() };
+        let ((m1, v1), (m2, v2)) = (moments(self), moments(rest));
         Some((m1 - m2) / (v1 / n1 as f64 + v2 / n2 as f64).sqrt())
+    }
+
+    /// Mean of the per-game score (0, 0.5, 1) and its variance, padded as the pairs' are.
+    fn game_moments(&self) -> (f64, f64) {
+        let mut w = Welford::default();
+        let mut padded = Welford::default();
+        for (score, count) in [(0.0, self.losses), (0.5, self.draws), (1.0, self.wins)] {
+            w.add_n(score, count);
+            padded.add_n(score, count);
+        }
+        padded.add(0.0);
+        padded.add(1.0);
+        (w.mean(), padded.variance().expect("two pseudo-games"))
     }
 
     /// Mean of the per-pair score (0, 0.25, ..., 1), and its variance estimated with a lost
@@ -427,6 +453,18 @@ mod tests {
         // Too few pairs on either side: no verdict.
         assert_eq!(tally([0, 0, 0, 0, 29]).outlier_z(&rest), None);
         assert_eq!(liar.outlier_z(&tally([0, 0, 29, 0, 0])), None);
+        // Unpaired games (selfplay) are weighed game by game: 200 at 55%, 80 all won.
+        let games = |wins, draws, losses| MatchTally {
+            games: wins + draws + losses,
+            wins,
+            draws,
+            losses,
+            ..Default::default()
+        };
+        let rest = games(108, 4, 88);
+        assert!(games(80, 0, 0).outlier_z(&rest).unwrap() > OUTLIER_Z);
+        assert!(games(33, 2, 25).outlier_z(&rest).unwrap().abs() < 1.0);
+        assert_eq!(games(59, 0, 0).outlier_z(&rest), None, "fewer than 60 games");
     }
 
     /// Pairs of two bots that did not play alike (their score totals differ).
@@ -460,7 +498,11 @@ mod tests {
         assert_eq!(t.bingos, [2, 2]);
         assert_eq!(t.turns, [10 + 9 + 10 + 9, 9 + 10 + 9 + 10]);
         assert_eq!((t.first_wins, t.first_draws), (2, 1));
-        assert!(t.is_consistent());
+        assert!(t.is_consistent(true) && !t.is_consistent(false));
+        // Each deal once: the same games, no pairs.
+        let u = MatchTally::from_games(&[g(0, [0, 1], [400, 300]), g(1, [1, 0], [420, 300])], false);
+        assert_eq!((u.games, u.wins, u.losses, u.pair_points), (2, 1, 1, [0; 5]));
+        assert!(u.is_consistent(false) && !u.is_consistent(true));
     }
 
     #[test]
@@ -472,10 +514,10 @@ mod tests {
         let mut sum = tally([6, 2, 4, 4, 7]);
         sum.score = [2, 0];
         assert_eq!(m, sum);
-        assert!(m.is_consistent());
+        assert!(m.is_consistent(true));
         let mut bad = m;
         bad.wins += 1;
-        assert!(!bad.is_consistent());
+        assert!(!bad.is_consistent(true));
     }
 
     #[test]

@@ -60,7 +60,8 @@ pub struct Match<'a> {
     /// Win-probability table, for simulating bots.
     pub table: Option<Arc<WinTable>>,
     pub seed: u64,
-    /// Games `first_game..first_game + games` of the run (game `2p + leg` is pair `p`'s leg).
+    /// Games `first_game..first_game + games` of the run: paired, game `2p + leg` is pair
+    /// `p`'s leg; unpaired, game `i` is deal `i`, bot 0 first when `i` is even.
     pub first_game: u64,
     pub games: u64,
     pub paired: bool,
@@ -89,7 +90,9 @@ impl Match<'_> {
             || (self.bots().expect("built once above"), Generator::new()),
             |(bots, mg), i| {
                 let (pair, leg) = if self.paired { (i / 2, (i % 2) as usize) } else { (i, (i % 2) as usize) };
-                each(&play_leg(ctx, bots, self.seed, pair, leg, mg))
+                let mut rec = play_leg(ctx, bots, self.seed, pair, leg, mg);
+                rec.id = i;
+                each(&rec)
             },
         )
     }

@@ -153,7 +153,7 @@ pub fn run(a: Args) -> Result<()> {
     // Simulation: 2-ply rollouts of the top 15 candidates against a random opponent rack, on
     // mid-game positions (at least 14 tiles in the bag), one thread.
     let table = crate::data::load_wintable(None)?;
-    let sim = engine::sim::Simulator { ctx, leaves: Some(klv.clone()), table: &table };
+    let sim = engine::sim::Simulator { ctx, leaves: Some(klv.clone()), table: &table, net: None };
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
     let midgame: Vec<&Game> = positions
         .iter()

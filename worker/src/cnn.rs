@@ -63,13 +63,13 @@ impl NetArgs {
         &'a self,
         dist: &'a engine::tiles::Distribution,
         models: &'a Models,
-    ) -> impl Fn(&str) -> Result<Box<dyn engine::bots::Valuer>, String> + 'a {
+    ) -> impl Fn(&str) -> Result<Box<dyn engine::features::Valuer>, String> + 'a {
         move |model: &str| {
             Encoder::new(dist).map_err(|e| e.to_string())?;
             let rt = self.runtime().map_err(|e| format!("{e:#}"))?;
             let path = models.get(model).map_or(Path::new(model), PathBuf::as_path);
             Ok(if rt.cuda() || self.shared_net {
-                Box::new(rt.shared(path, QUEUE_BATCH).map_err(|e| e.to_string())?) as Box<dyn engine::bots::Valuer>
+                Box::new(rt.shared(path, QUEUE_BATCH).map_err(|e| e.to_string())?) as Box<dyn engine::features::Valuer>
             } else {
                 Box::new(rt.model(path, 1).map_err(|e| e.to_string())?)
             })

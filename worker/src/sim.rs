@@ -59,7 +59,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
-    let sim = Simulator { ctx: data.ctx(), leaves, table: &table };
+    let sim = Simulator { ctx: data.ctx(), leaves, table: &table, net: None };
     let cfg = SimConfig {
         candidates: a.candidates,
         plies: a.plies,

@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long, default_value_t = 256)]
     endgame_table_mb: usize,
     /// Job kinds to run, comma-separated (default: every kind this worker knows: match,
-    /// endgame, wintable). The coordinator hands out no others.
+    /// endgame, wintable, selfplay). The coordinator hands out no others.
     #[arg(long, value_delimiter = ',', value_parser = parse_kind)]
     kinds: Vec<JobKind>,
     /// Register under this owner (`worker owner` prints one): your machines then count as one
@@ -888,7 +888,8 @@ async fn play_batch(
         // heartbeat task runs on the other one.
         tokio::task::block_in_place(|| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &job {
-                Job::Match(m) => pool.install(|| play(&loaded, m, net, &cancel)),
+                Job::Match(m) => pool.install(|| play(&loaded, m, true, net, &cancel)),
+                Job::Selfplay(m) => pool.install(|| play(&loaded, m, false, net, &cancel)),
                 Job::Endgame(e) => solve(&loaded, e, endgame.get(), pool.current_num_threads(), &cancel),
                 Job::Wintable(w) => pool.install(|| count_positions(&loaded, w, &cancel)),
             }))
@@ -938,7 +939,7 @@ async fn play_batch(
     let secs = elapsed.as_secs_f64().max(1e-3);
     let games = result.games();
     let summary = match (&result, &batch.job) {
-        (JobResult::Match(t), Job::Match(job)) => format!(
+        (JobResult::Match(t) | JobResult::Selfplay(t), Job::Match(job) | Job::Selfplay(job)) => format!(
             "{games} games  {:.1} games/s{}",
             games as f64 / secs,
             t.win_rate().map_or(String::new(), |w| format!("  {}: {:.1}%", job.bot1, 100.0 * w))
@@ -982,12 +983,23 @@ async fn play_batch(
 #[error("cancelled")]
 struct Cancelled;
 
-/// Play a match job on the current rayon pool; `cancel` stops it between games.
-fn play(loaded: &Loaded, job: &MatchJob, net: Option<&crate::cnn::NetArgs>, cancel: &AtomicBool) -> Result<Played> {
+/// Play a match job (`paired`: each deal twice, seats swapped) or a selfplay job (each deal
+/// once) on the current rayon pool; `cancel` stops it between games.
+fn play(
+    loaded: &Loaded,
+    job: &MatchJob,
+    paired: bool,
+    net: Option<&crate::cnn::NetArgs>,
+    cancel: &AtomicBool,
+) -> Result<Played> {
     let specs = [BotSpec::parse(&job.bot1)?, BotSpec::parse(&job.bot2)?];
     for spec in &specs {
-        if let BotSpec::Cnn { model, .. } = spec {
-            let Some(net) = net else { return Ok(Played::Unrunnable("CNN bots are off on this worker".into())) };
+        if let Some(model) = spec.model() {
+            let Some(net) = net else {
+                return Ok(Played::Unrunnable(
+                    "value nets (CNN bots, sim bots with model=) are off on this worker".into(),
+                ));
+            };
             let rt = match net.runtime() {
                 Ok(rt) => rt,
                 Err(e) => return Ok(Played::Unrunnable(format!("{e:#}"))),
@@ -1014,7 +1026,7 @@ fn play(loaded: &Loaded, job: &MatchJob, net: Option<&crate::cnn::NetArgs>, canc
         seed: job.seed,
         first_game: 2 * job.first_pair,
         games: 2 * job.pairs,
-        paired: true,
+        paired,
     };
     let names = [job.bot1.as_str(), job.bot2.as_str()];
     let games: Mutex<Vec<(u64, engine::autoplay::Outcome, String, String)>> =
@@ -1037,9 +1049,10 @@ fn play(loaded: &Loaded, job: &MatchJob, net: Option<&crate::cnn::NetArgs>, canc
     }
     let games = games.into_inner().expect("games");
     let outcomes: Vec<_> = games.iter().map(|g| g.1).collect();
-    let tally = MatchTally::from_outcomes(&outcomes);
+    let tally = MatchTally::from_games(&outcomes, paired);
     let logs = games.into_iter().map(|(id, _, gcg, csv)| (id, gcg, csv)).collect();
-    Ok(Played::Done(Box::new(JobResult::Match(tally)), Logged::Games(logs)))
+    let result = if paired { JobResult::Match(tally) } else { JobResult::Selfplay(tally) };
+    Ok(Played::Done(Box::new(result), Logged::Games(logs)))
 }
 
 /// A batch's logs from its games' (id, GCG, CSV rows), in game order so that their bytes (and
@@ -1090,8 +1103,8 @@ fn count_positions(loaded: &Loaded, job: &WintableJob, cancel: &AtomicBool) -> R
             return Err(Cancelled.into());
         }
         samples.lock().expect("samples").add_game(&rec.game);
-        // Unpaired play numbers game `i` (deal `i`) `2i + i % 2`.
-        let rec = GameRecord { id: rec.id / 2, seat_bot: [0, 1], ..rec.clone() };
+        // Both seats are `static`: the logs name bot 0 first whoever started.
+        let rec = GameRecord { seat_bot: [0, 1], ..rec.clone() };
         let gcg = write_gcg(&rec.game, names, &loaded.data.dist);
         let csv = write_csv(&rec, names, &loaded.data.dist);
         games.lock().expect("games").push((rec.id, gcg, csv));

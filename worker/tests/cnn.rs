@@ -219,21 +219,38 @@ fn the_cnn_bot_plays_the_same_games_on_any_thread_count() {
     let bot = format!("cnn:model={},k=8", tiny());
     let run = |threads: &str, shared: bool| {
         let shared: &[&str] = if shared { &["--shared-net"] } else { &[] };
-        let out = ok(worker(
-            &[
-                &["autoplay", "--bot1", &bot, "--bot2", "static", "--games", "4", "--seed", "5"][..],
-                &["--threads", threads, "--device", "cpu"],
-                shared,
-            ]
-            .concat(),
-        ));
-        out.lines()
-            .filter(|l| !l.starts_with("Seed:") && !l.contains("Time Per Move"))
-            .map(String::from)
-            .collect::<Vec<_>>()
+        autoplay(
+            &[&["--bot1", &bot, "--bot2", "static", "--games", "4", "--seed", "5", "--threads", threads][..], shared]
+                .concat(),
+        )
     };
     let one = run("1", false);
     assert!(one[0].starts_with("Games played: 4"), "{one:?}");
     assert_eq!(one, run("2", false));
     assert_eq!(one, run("2", true));
+}
+
+/// An autoplay run on the CPU: its summary, less what depends on the machine (times).
+fn autoplay(args: &[&str]) -> Vec<String> {
+    ok(worker(&[&["autoplay", "--device", "cpu"][..], args].concat()))
+        .lines()
+        .filter(|l| !l.starts_with("Seed:") && !l.contains("Time Per Move"))
+        .map(String::from)
+        .collect()
+}
+
+/// A simulating bot may score its rollouts with a value net (`model=`): the same games on one
+/// thread as on two, since a block's open rollouts are valued in iteration order.
+#[test]
+fn a_sim_bot_scores_its_rollouts_with_a_net_on_any_thread_count() {
+    let bot = format!("sim:k=3,plies=1,iterations=8,model={}", tiny());
+    let run = |threads: &str| {
+        autoplay(&["--bot1", &bot, "--bot2", "static", "--games", "2", "--seed", "5", "--threads", threads])
+    };
+    let one = run("1");
+    assert!(one[0].starts_with("Games played: 2"), "{one:?}");
+    assert_eq!(one, run("2"));
+    let o = worker(&["autoplay", "--bot1", "sim:model=/nonexistent/m.onnx", "--bot2", "static", "--games", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/nonexistent/m.onnx"), "{}", stderr(&o));
 }

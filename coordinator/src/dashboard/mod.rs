@@ -127,7 +127,7 @@ pub async fn experiments(State(st): State<AppState>) -> Result<Html<String>> {
 pub async fn experiment(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Html<String>> {
     let d = experiments::detail(&st.db, id).await?;
     match &d.spec.kind {
-        ExperimentKind::Match(m) => match_page(&st, &d, m).await,
+        ExperimentKind::Match(m) | ExperimentKind::Selfplay(m) => match_page(&st, &d, m).await,
         ExperimentKind::Endgame(e) => {
             let rows = endgames::solves(&st.db, id).await?;
             Ok(endgame_page(&d, e, &rows))
@@ -156,7 +156,8 @@ fn contributors(d: &Detail, counted: &str) -> Markup {
 }
 
 /// A match experiment: win rates with intervals per cell, convergence, the SPRT, win rate
-/// against time, a heatmap for 2-D grids, and the cells table.
+/// against time, a heatmap for 2-D grids, and the cells table. A selfplay experiment's page is
+/// the same (its games are a match's, each deal played once) with what its data amounts to.
 async fn match_page(st: &AppState, d: &Detail, spec: &MatchSpec) -> Result<Html<String>> {
     let id = d.summary.id;
     let h = experiments::history(&st.db, id, spec.sprt.as_ref()).await?;
@@ -174,6 +175,7 @@ async fn match_page(st: &AppState, d: &Detail, spec: &MatchSpec) -> Result<Html<
         @if !d.spec.description.is_empty() { p { (d.spec.description) } }
         @if !d.needs.is_empty() { p #needs { (needs_text(&d.needs)) } }
         p #progress { (progress(s.games, s.target_games)) " games · " (rate(s.games_per_hour, "games")) " · " (batch_counts(d)) }
+        @if matches!(d.spec.kind, ExperimentKind::Selfplay(_)) { (training_data(d)) }
         h2 { "Win rate of " (bot1) ", with 95% intervals" }
         (plots::winrate(&d.cells, &labels, if axes_title.is_empty() { "cell" } else { &axes_title }, bot1))
         @if !h.games.is_empty() {
@@ -249,9 +251,26 @@ async fn match_page(st: &AppState, d: &Detail, spec: &MatchSpec) -> Result<Html<
             " · CSV: " a href={ "/api/v1/experiments/" (id) "/cells.csv" } { "cells" } ", "
             a href={ "/api/v1/experiments/" (id) "/batches.csv" } { "batches" } ", "
             a href={ "/api/v1/experiments/" (id) "/contributors.csv" } { "contributors" }
+            " · games: " a href={ "/api/v1/experiments/" (id) "/games.gcg.gz" } { "GCG (gzip)" }
         }
     };
     Ok(page(&s.name, live(&s.status), body))
+}
+
+/// What a selfplay experiment's counted games amount to as training data, and how to get it.
+fn training_data(d: &Detail) -> Markup {
+    let turns: u64 = d.cells.iter().map(|c| c.tally.turns[0] + c.tally.turns[1]).sum();
+    let games: u64 = d.cells.iter().map(|c| c.games).sum();
+    html! {
+        h2 { "Training data" }
+        p #data {
+            (thousands(turns as f64)) " positions (a training record each) in " (thousands(games as f64)) " counted games; their logs take "
+            (format!("{:.1} MB", d.log_bytes as f64 / 1e6)) " compressed in the log store. "
+            a href={ "/api/v1/experiments/" (d.summary.id) "/games.gcg.gz" } { "Download the games" }
+            " (or " code { "coordinator export --experiment " (d.summary.id) } "), then "
+            code { "worker cnn assemble games.gcg.gz --out frames.bin" } " (docs/CNN.md)."
+        }
+    }
 }
 
 /// An endgame experiment: positions solved and cross-checked, the solve-time distribution,
