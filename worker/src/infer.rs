@@ -63,6 +63,17 @@ pub struct Args {
     /// Also print the posterior as one JSON object on the last line.
     #[arg(long)]
     json: bool,
+    /// Then simulate the reader's move this many iterations twice, with the opponent's rack
+    /// drawn at random and with the read (as `sim:...,infer=` does), and show whether the best
+    /// play changes.
+    #[arg(long)]
+    simulate: Option<u64>,
+    /// Candidates of those simulations (the reader's static top K).
+    #[arg(long, default_value_t = 15)]
+    sim_candidates: usize,
+    /// Plies of those simulations.
+    #[arg(long, default_value_t = 2)]
+    sim_plies: usize,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -107,7 +118,7 @@ pub fn run(a: Args) -> Result<()> {
         .with_style(ProgressStyle::with_template("{spinner} inferring ({elapsed})").expect("valid template"));
     spinner.enable_steady_tick(Duration::from_millis(200));
     let start = Instant::now();
-    let inference = Inference { ctx, leaves, table: &table };
+    let inference = Inference { ctx, leaves: leaves.clone(), table: &table };
     let post = pool.install(|| inference.infer(&obs, &cfg, None));
     spinner.finish_and_clear();
     let secs = start.elapsed().as_secs_f64();
@@ -146,10 +157,70 @@ pub fn run(a: Args) -> Result<()> {
     for w in post.leaves.iter().take(a.top) {
         println!("{:<8} {:>7.2}% {:>7.2}%", leave_text(&data.dist, &w.leave), 100.0 * w.weight, 100.0 * w.prior);
     }
+    let compared = match a.simulate {
+        Some(iterations) => {
+            let sim = engine::sim::Simulator { ctx, leaves, table: &table, net: None };
+            Some(pool.install(|| compare(&sim, &game, &post, iterations, &a, &data.dist)))
+        }
+        None => None,
+    };
     if a.json {
-        println!("{}", json(&data.dist, &post, secs));
+        let mut j = json(&data.dist, &post, secs);
+        if let Some([blind, read]) = compared {
+            j["best_without_read"] = blind.into();
+            j["best_with_read"] = read.into();
+        }
+        println!("{j}");
     }
     Ok(())
+}
+
+/// Simulate the reader's move with the opponent's rack drawn at random, then with it drawn
+/// from the read; print both tables' top and return both best plays.
+fn compare(
+    sim: &engine::sim::Simulator,
+    game: &engine::game::Game,
+    post: &Posterior,
+    iterations: u64,
+    a: &Args,
+    dist: &Distribution,
+) -> [String; 2] {
+    use engine::sim::{Opponent, SimConfig};
+    let mut mg = engine::movegen::Generator::new();
+    let moves = engine::eval::StaticEval::new(sim.leaves.clone()).best(sim.ctx, game, &mut mg, a.sim_candidates.max(1));
+    let cfg = SimConfig {
+        candidates: a.sim_candidates,
+        plies: a.sim_plies,
+        iterations,
+        stop: None,
+        seed: a.seed,
+        time_limit: None,
+    };
+    let read = Opponent::Inferred {
+        leaves: post.leaves.iter().map(|w| (w.leave.clone(), w.weight)).collect(),
+        alpha: engine::infer::gate(post.leaves.len()),
+    };
+    let rack = dist.rack_string(&game.racks[game.on_turn]);
+    let mut best = Vec::new();
+    for (title, opponent) in
+        [("their rack drawn at random", Opponent::Unknown), ("their rack drawn from the read", read)]
+    {
+        let r = sim.run_against(game, moves.to_vec(), &cfg, &opponent, &|_| {});
+        println!("\nsimulating {rack} ({iterations} iterations, {} plies), {title}:", a.sim_plies);
+        println!("{:<24} {:>7} {:>8}", "play", "win%", "equity");
+        for c in r.candidates.iter().take(5) {
+            let play = c.mv.notation(dist, |row, col| game.board.at(row, col));
+            println!("{play:<24} {:>6.2}% {:>8.2}", 100.0 * c.win.mean(), c.equity.mean());
+        }
+        best.push(r.candidates[0].mv.notation(dist, |row, col| game.board.at(row, col)));
+    }
+    let [blind, read] = <[String; 2]>::try_from(best).expect("two simulations");
+    if blind == read {
+        println!("\nthe read does not change the best play: {read}");
+    } else {
+        println!("\nthe read changes the best play: {blind} -> {read}");
+    }
+    [blind, read]
 }
 
 /// A leave as players write it: letters sorted, the blank as `?` at the end.
