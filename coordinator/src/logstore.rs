@@ -93,7 +93,9 @@ impl LogStore {
             return Err(config("a folder or s3://BUCKET/PREFIX".into()));
         } else {
             std::fs::create_dir_all(spec).map_err(|e| config(format!("cannot create the folder: {e}")))?;
-            Arc::new(LocalFileSystem::new_with_prefix(spec).map_err(|e| config(e.to_string()))?)
+            // Synced before the row that names a log commits (Postgres syncs its commit), so
+            // that a crash cannot leave a row naming a log the disk lost.
+            Arc::new(LocalFileSystem::new_with_prefix(spec).map_err(|e| config(e.to_string()))?.with_fsync(true))
         };
         Ok(Self { store, shown: spec.to_string() })
     }
