@@ -229,10 +229,8 @@ pub async fn logged_batches(db: &sqlx::PgPool, id: Uuid) -> Result<Option<Vec<(U
 /// One counted batch's GCG log, gzip-compressed as it was uploaded: from the log store, or
 /// from its row where `logstore::migrate` has not moved it yet.
 pub async fn batch_log(db: &sqlx::PgPool, logs: &LogStore, key: (Uuid, Uuid)) -> Result<Bytes> {
-    Ok(match stored_log(db, key).await? {
-        (_, Some(inline)) => inline.into(),
-        (sha, None) => logs.get(Log::Gcg, &sha).await?,
-    })
+    let (sha, inline) = stored_log(db, key).await?;
+    Ok(logs.get_or(Log::Gcg, &sha, inline).await?)
 }
 
 async fn stored_log(db: &sqlx::PgPool, (batch, lease): (Uuid, Uuid)) -> Result<(String, Option<Vec<u8>>)> {

@@ -129,6 +129,20 @@ impl LogStore {
         got.bytes().await.map_err(|e| self.err(e))
     }
 
+    /// A log's compressed bytes: `inline` where its row still holds them (before
+    /// [`migrate`] has moved them), else from the store.
+    pub async fn get_or(
+        &self,
+        log: Log,
+        sha256: &str,
+        inline: Option<Vec<u8>>,
+    ) -> Result<axum::body::Bytes, StoreError> {
+        match inline {
+            Some(bytes) => Ok(bytes.into()),
+            None => self.get(log, sha256).await,
+        }
+    }
+
     /// A log's compressed bytes as they arrive from the store, for downloads.
     pub async fn stream(
         &self,

@@ -723,10 +723,8 @@ pub async fn logs(State(st): State<AppState>, Path((batch, which)): Path<(Uuid, 
         _ => return Err(Error::not_found("logs are `gcg` or `csv`")),
     };
     let row: Option<(String, Option<Vec<u8>>)> = sqlx::query_as(sql).bind(batch).fetch_optional(&st.db).await?;
-    let bytes = match row.ok_or_else(|| Error::not_found(format!("no result for batch {batch}")))? {
-        (_, Some(inline)) => inline.into(),
-        (sha, None) => st.logs.get(log, &sha).await?,
-    };
+    let (sha, inline) = row.ok_or_else(|| Error::not_found(format!("no result for batch {batch}")))?;
+    let bytes = st.logs.get_or(log, &sha, inline).await?;
     Ok(([(header::CONTENT_TYPE, "application/gzip")], bytes))
 }
 

@@ -308,8 +308,9 @@ impl Simulator<'_> {
         let ctx = self.ctx;
         let mut g = deal.clone();
         let spread0 = g.scores[me] - g.scores[1 - me];
+        // The net needs the position before the last play only: copied once, before it.
         let netted = self.net.is_some();
-        let mut before = netted.then(|| Box::new(g.clone()));
+        let mut before = (netted && plies == 0).then(|| Box::new(g.clone()));
         let (mut last, mut previous) = (*mv, None);
         g.play(ctx, mv);
         for ply in 0..plies {
@@ -317,7 +318,7 @@ impl Simulator<'_> {
                 break;
             }
             let m = if ply == 0 { replies.reply(ctx, bot, deal, &g, mg) } else { bot.best_move(ctx, &g, mg) };
-            if netted {
+            if netted && ply + 1 == plies {
                 before = Some(Box::new(g.clone()));
             }
             (previous, last) = (Some(last), m);
