@@ -119,7 +119,7 @@ pub struct Generator {
     /// All 30 lanes as loaded for this call (across lanes, then down).
     lanes: Vec<Lane>,
     /// The rack's tile scores, highest first (best-move mode).
-    rack_scores: [i32; 7],
+    rack_scores: [i32; RACK_SIZE],
     /// Letters with at least one tile left on the rack (blank aside).
     rack_letters: u64,
     /// Per-call copies of what the search reads at every step, so the recursion passes only
@@ -208,7 +208,7 @@ impl Generator {
             opening: false,
             anchors: Vec::with_capacity(256),
             lanes: vec![Lane::default(); 2 * DIM],
-            rack_scores: [0; 7],
+            rack_scores: [0; RACK_SIZE],
             rack_letters: 0,
             scores: [0; 256],
             scores_of: Vec::new(),
@@ -304,7 +304,7 @@ impl Generator {
             self.push(m);
         }
 
-        self.rack_scores = [0; 7];
+        self.rack_scores = [0; RACK_SIZE];
         for (s, &t) in self.rack_scores.iter_mut().zip(req.rack) {
             *s = self.scores[t as usize];
         }
@@ -323,11 +323,12 @@ impl Generator {
                 let caps = if self.best_n.is_some() { self.caps(ctx) } else { [0; DIM] };
                 self.lane.caps = caps;
                 self.lanes[dir * DIM + lane_no].caps = caps;
+                let runs = Runs::of(&self.lane.tiles, &self.scores);
                 let mut left_limit = 0;
                 for a in 0..DIM {
                     if self.lane.anchor[a] {
                         let (keep, spend) =
-                            if self.best_n.is_some() { self.bound(&caps, a, left_limit) } else { (0, 0) };
+                            if self.best_n.is_some() { self.bound(&caps, &runs, a, left_limit) } else { (0, 0) };
                         self.anchors.push(Anchor {
                             keep,
                             spend,
@@ -354,8 +355,8 @@ impl Generator {
             // that the cheap pass sets a threshold few plays spending one reach.
             let map = ctx.kwg.word_map();
             self.subsets(req);
-            self.looked.clear();
             self.found.clear();
+            self.looked.clear(); // it holds ranges of `found`
             for spent in 0..=self.rack[0] {
                 let bound = |a: &Anchor| if spent == 0 { a.keep } else { a.spend };
                 anchors.sort_unstable_by_key(|a| std::cmp::Reverse(bound(a)));
@@ -504,7 +505,7 @@ impl Generator {
     /// anchor; the best rack tile scores go on the best-paying squares (rearrangement
     /// inequality) or, if lower, each square gets the best tile its cross-set admits; every
     /// cross-word counts; plus the best leave for `k` tiles: (keeping every blank, using one).
-    fn bound(&self, caps: &[i32; DIM], a: usize, left_limit: usize) -> (i32, i32) {
+    fn bound(&self, caps: &[i32; DIM], runs: &Runs, a: usize, left_limit: usize) -> (i32, i32) {
         let l = &self.lane;
         let scores = &self.rack_scores;
         let r = self.max_place;
@@ -513,44 +514,21 @@ impl Generator {
         let mut best = [i32::MIN; 8];
         // Windows by leftmost empty square `j`, growing rightwards one tile at a time.
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
-            let mut lo = empties[j];
-            while lo > 0 && l.tiles[lo - 1] != 0 {
-                lo -= 1;
-            }
-            let (mut w, mut perp_fixed, mut lm_cap, mut perp_cap) = (1, 0, 0, 0);
-            let (mut lms, mut perps) = ([0i32; 7], [0i32; 7]);
+            let lo = runs.lo[empties[j]];
+            let mut c = Coefs::default();
             for k in 1..=r.min(m - j) {
                 let p = empties[j + k - 1];
                 if caps[p] < 0 {
                     break; // no rack tile fits here, nor in any longer window
                 }
-                let (lm, wm) = (l.lm[p] as i32, l.wm[p] as i32);
-                w *= wm;
-                lms[k - 1] = lm;
-                perps[k - 1] = if l.cross_score[p] >= 0 { lm * wm } else { 0 };
-                if l.cross_score[p] >= 0 {
-                    perp_fixed += l.cross_score[p] as i32 * wm;
-                }
-                lm_cap += lm * caps[p];
-                perp_cap += perps[k - 1] * caps[p];
+                c.add(l, caps, p);
                 if j + k - 1 < ai {
                     continue; // the window must reach the anchor
                 }
-                let mut hi = p;
-                while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
-                    hi += 1;
-                }
-                let existing: i32 =
-                    (lo..=hi).filter(|&q| l.tiles[q] != 0).map(|q| self.scores[l.tiles[q] as usize]).sum();
-                let fixed = existing * w + perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
-                let mut coef = [0i32; 7];
-                for i in 0..k {
-                    coef[i] = lms[i] * w + perps[i];
-                }
-                coef[..k].sort_unstable_by(|x, y| y.cmp(x));
-                let paired: i32 = coef[..k].iter().zip(&scores[..k]).map(|(c, s)| c * s).sum();
-                let capped = lm_cap * w + perp_cap;
-                best[k] = best[k].max(fixed + paired.min(capped));
+                let hi = runs.hi[p];
+                let existing = runs.before[hi + 1] - runs.before[lo];
+                let fixed = existing * c.word_mult + c.perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
+                best[k] = best[k].max(fixed + c.paired(scores));
             }
         }
         let with = |leaves: &[i32; 8]| {
@@ -622,56 +600,34 @@ impl Generator {
         let l = self.lane;
         let r = self.max_place;
         let (empties, m, ai) = empty_squares(&l.tiles, left_limit, a);
+        let runs = Runs::of(&l.tiles, &self.scores);
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
-            let mut lo = empties[j];
-            while lo > 0 && l.tiles[lo - 1] != 0 {
-                lo -= 1;
-            }
-            let (mut w, mut perp_fixed, mut lm_cap, mut perp_cap) = (1, 0, 0, 0);
-            let (mut lms, mut perps) = ([0i32; RACK_SIZE], [0i32; RACK_SIZE]);
+            let lo = runs.lo[empties[j]];
+            let mut c = Coefs::default();
             for k in 1..=r.min(m - j) {
                 let p = empties[j + k - 1];
                 if l.caps[p] < 0 {
                     break; // no rack tile fits here, nor in any longer window
                 }
-                let (lm, wm) = (l.lm[p] as i32, l.wm[p] as i32);
-                w *= wm;
-                lms[k - 1] = lm;
-                perps[k - 1] = if l.cross_score[p] >= 0 { lm * wm } else { 0 };
-                if l.cross_score[p] >= 0 {
-                    perp_fixed += l.cross_score[p] as i32 * wm;
-                }
-                lm_cap += lm * l.caps[p];
-                perp_cap += perps[k - 1] * l.caps[p];
+                c.add(&l, &l.caps, p);
                 if j + k - 1 < ai {
                     continue; // the window must reach the anchor
                 }
-                let mut hi = p;
-                while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
-                    hi += 1;
-                }
+                let hi = runs.hi[p];
                 if hi == lo {
                     continue; // one letter is not a word
                 }
-                let (mut through, mut nt, mut existing) = ([0u8; DIM], 0, 0);
+                let (mut through, mut nt) = ([0u8; DIM], 0);
                 for &t in &l.tiles[lo..=hi] {
                     if t != 0 {
                         through[nt] = letter_of(t);
                         nt += 1;
-                        existing += self.scores[t as usize];
                     }
                 }
                 through[..nt].sort_unstable();
-                let fixed = existing * w + perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
-                let mut coef = [0i32; RACK_SIZE];
-                for i in 0..k {
-                    coef[i] = lms[i] * w + perps[i];
-                }
-                coef[..k].sort_unstable_by(|x, y| y.cmp(x));
-                let pair =
-                    |scores: &[i32; RACK_SIZE]| -> i32 { coef[..k].iter().zip(scores).map(|(c, s)| c * s).sum() };
-                let capped = lm_cap * w + perp_cap;
-                let top = fixed + pair(&self.rack_scores).min(capped);
+                let existing = runs.before[hi + 1] - runs.before[lo];
+                let fixed = existing * c.word_mult + c.perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
+                let top = fixed + c.paired(&self.rack_scores);
                 let ps = &empties[j..j + k];
                 for si in self.by_size[k]..self.by_size[k + 1] {
                     let sub = self.subsets[si];
@@ -682,7 +638,7 @@ impl Generator {
                     if top * 1000 + sub.leave < cut {
                         break; // best leave first: no later subset can reach it either
                     }
-                    if (fixed + pair(&sub.scores).min(capped)) * 1000 + sub.leave < cut {
+                    if (fixed + c.paired(&sub.scores)) * 1000 + sub.leave < cut {
                         continue;
                     }
                     // Squares no tile of the subset fits must take its blanks.
@@ -899,7 +855,9 @@ impl Generator {
     /// reaches an anchor, and each word the anagram index holds for the rack plus the letters
     /// played through, every way the rack's blanks (at most two) can lie in it.
     fn bingos(&mut self, ctx: Ctx, lanes: u32) {
-        let anagrams = ctx.kwg.anagrams();
+        // The word map holds the bingo index's words, and finds those with blanks in one
+        // probe per blank but the last (the bingo index: one per letter).
+        let anagrams = if self.word_map { ctx.kwg.word_map() } else { ctx.kwg.anagrams() };
         let blanks = self.full_rack[0] as usize;
         let mut real = [0u8; RACK_SIZE];
         let mut n = 0;
@@ -913,6 +871,7 @@ impl Generator {
         let fits = if blanks > 0 { !0 } else { self.rack_letters } & !1;
         self.through_words.clear();
         self.found.clear();
+        self.looked.clear(); // it holds ranges of `found`
         for dir in [ACROSS, DOWN] {
             for lane_no in 0..DIM {
                 if lanes >> (dir * DIM + lane_no) & 1 == 0 {
@@ -952,7 +911,7 @@ impl Generator {
                         }
                     }
                     through[..nt].sort_unstable();
-                    let (a, b) = self.words_through(ctx, real, blanks, &through[..nt]);
+                    let (a, b) = self.words_through(ctx, anagrams, real, blanks, &through[..nt]);
                     for f in a..b {
                         let word = anagrams.word(self.found[f as usize]);
                         self.place_word(ps, lo, hi, through_score, word, real, blanks, (1 << RACK_SIZE) - 1);
@@ -963,18 +922,31 @@ impl Generator {
     }
 
     /// Range of `found` holding the words of the rack plus `through` (sorted), each blank
-    /// standing for any letter; looked up once per set of through letters and call.
-    fn words_through(&mut self, ctx: Ctx, real: &[u8], blanks: usize, through: &[u8]) -> (u32, u32) {
+    /// standing for any letter, from `anagrams` (the word map when this generator uses it);
+    /// looked up once per set of through letters and call.
+    fn words_through(
+        &mut self,
+        ctx: Ctx,
+        anagrams: &Anagrams,
+        real: &[u8],
+        blanks: usize,
+        through: &[u8],
+    ) -> (u32, u32) {
         let k = crate::lexicon::anagrams::key(through);
         if let Some(&(_, a, b)) = self.through_words.iter().find(|e| e.0 == k) {
             return (a, b);
         }
-        let anagrams = ctx.kwg.anagrams();
         let start = self.found.len() as u32;
         let mut base = [0u8; 2 * DIM];
         let n = real.len() + through.len();
         base[..real.len()].copy_from_slice(real);
         base[real.len()..n].copy_from_slice(through);
+        if self.word_map {
+            base[..n].sort_unstable();
+            let range = self.look_up(anagrams, &base[..n], blanks);
+            self.through_words.push((k, range.0, range.1));
+            return range;
+        }
         let letters = 1..ctx.dist.size() as u8;
         let look = |extra: &[u8], found: &mut Vec<u32>| {
             let mut all = base;
@@ -1080,6 +1052,91 @@ impl Generator {
                 t & BLANK_BIT == 0 && self.vowels >> t & 1 == 1 && self.beside_premium[row * DIM + col]
             })
             .count() as i32
+    }
+}
+
+/// A lane's runs of board tiles: the face values of the tiles before each square, and each
+/// square's run (the square itself when it touches no tile on that side) as its first and last
+/// squares; so that a window's main word and its board tiles' score come without a scan.
+struct Runs {
+    before: [i32; DIM + 1],
+    lo: [usize; DIM],
+    hi: [usize; DIM],
+}
+
+impl Runs {
+    fn of(tiles: &[u8; DIM], scores: &[i32; 256]) -> Self {
+        let mut r = Runs { before: [0; DIM + 1], lo: [0; DIM], hi: [0; DIM] };
+        for q in 0..DIM {
+            r.before[q + 1] = r.before[q] + if tiles[q] != 0 { scores[tiles[q] as usize] } else { 0 };
+            r.lo[q] = if q > 0 && tiles[q - 1] != 0 { r.lo[q - 1] } else { q };
+        }
+        for q in (0..DIM).rev() {
+            r.hi[q] = if q + 1 < DIM && tiles[q + 1] != 0 { r.hi[q + 1] } else { q };
+        }
+        r
+    }
+}
+
+/// A window's squares as it grows rightwards: what each placed tile's face value is
+/// multiplied by (its letter premium times the word multiplier, plus its cross-word's
+/// multiplier), kept highest first, and the rest of its score bound.
+#[derive(Default)]
+struct Coefs {
+    k: usize,
+    coef: [i32; RACK_SIZE],
+    lms: [i32; RACK_SIZE],
+    perps: [i32; RACK_SIZE],
+    word_mult: i32,
+    perp_fixed: i32,
+    lm_cap: i32,
+    perp_cap: i32,
+}
+
+impl Coefs {
+    #[inline]
+    fn add(&mut self, l: &Lane, caps: &[i32; DIM], p: usize) {
+        if self.k == 0 {
+            self.word_mult = 1;
+        }
+        let (lm, wm, i) = (l.lm[p] as i32, l.wm[p] as i32, self.k);
+        self.k += 1;
+        self.lms[i] = lm;
+        self.perps[i] = if l.cross_score[p] >= 0 { lm * wm } else { 0 };
+        if l.cross_score[p] >= 0 {
+            self.perp_fixed += l.cross_score[p] as i32 * wm;
+        }
+        self.lm_cap += lm * caps[p];
+        self.perp_cap += self.perps[i] * caps[p];
+        if wm == 1 {
+            self.insert(i, lm * self.word_mult + self.perps[i]);
+        } else {
+            // A word premium changes every coefficient (rare: re-sort them all).
+            self.word_mult *= wm;
+            for j in 0..self.k {
+                self.insert(j, self.lms[j] * self.word_mult + self.perps[j]);
+            }
+        }
+    }
+
+    /// Insert `c` among the first `n` coefficients, highest first.
+    #[inline]
+    fn insert(&mut self, n: usize, c: i32) {
+        let mut j = n;
+        while j > 0 && self.coef[j - 1] < c {
+            self.coef[j] = self.coef[j - 1];
+            j -= 1;
+        }
+        self.coef[j] = c;
+    }
+
+    /// Bound on the score of the placed tiles with these face values (highest first): best on
+    /// best (rearrangement inequality), or, if lower, each square taking the best tile its
+    /// cross-set admits.
+    #[inline]
+    fn paired(&self, scores: &[i32; RACK_SIZE]) -> i32 {
+        let paired: i32 = self.coef[..self.k].iter().zip(scores).map(|(c, s)| c * s).sum();
+        paired.min(self.lm_cap * self.word_mult + self.perp_cap)
     }
 }
 
