@@ -142,6 +142,8 @@ pub struct Generator {
     /// Per call: the anagram-index words for each set of played-through letters seen so far,
     /// as (key of the sorted through letters, range of `found`).
     through_words: Vec<(u128, u32, u32)>,
+    /// Per call: the windows `bingos` looks up, as (bound, lane, first square).
+    bingo_windows: Vec<(i32, u8, u8)>,
     found: Vec<u32>,
     /// Best-move search looks words up in the word map (see `word_map_anchor`).
     word_map: bool,
@@ -220,6 +222,7 @@ impl Generator {
             vowel_penalty: 0,
             beside_premium: [false; SQUARES],
             through_words: Vec::new(),
+            bingo_windows: Vec::new(),
             found: Vec::new(),
             word_map: WORD_MAP.load(std::sync::atomic::Ordering::Relaxed),
             subsets: Vec::with_capacity(128),
@@ -702,17 +705,20 @@ impl Generator {
         range
     }
 
+    /// Look up `letters[..n]` (sorted) plus `left` more letters, each of them from `from` on,
+    /// the last by the map's words of one letter more; `letters` stays sorted.
     fn more_blanks(&mut self, map: &Anagrams, letters: &mut [u8; 2 * DIM], n: usize, left: usize, from: u8) {
         if left == 0 {
-            let mut sorted = *letters;
-            sorted[..n].sort_unstable();
-            self.found.extend_from_slice(map.plus_one(&sorted[..n]));
+            self.found.extend_from_slice(map.plus_one(&letters[..n]));
             return;
         }
         for x in from..64 {
             if self.letter_mask >> x & 1 == 1 {
-                letters[n] = x;
+                let at = letters[..n].partition_point(|&t| t <= x);
+                letters.copy_within(at..n, at + 1);
+                letters[at] = x;
                 self.more_blanks(map, letters, n + 1, left - 1, x);
+                letters.copy_within(at + 1..n + 1, at);
             }
         }
     }
@@ -872,12 +878,20 @@ impl Generator {
         self.through_words.clear();
         self.found.clear();
         self.looked.clear(); // it holds ranges of `found`
+        // Windows of seven empty squares that reach an anchor, as (bound, lane, first square).
+        // A rack with a blank costs a probe per blank and set of letters played through: in
+        // best mode its windows are searched best bound first, so that once a bingo is found
+        // the windows that cannot beat it are not looked up.
+        let ordered = self.best_n.is_some() && blanks > 0;
+        let mut windows = std::mem::take(&mut self.bingo_windows);
+        windows.clear();
+        let full = self.by_used[(1 << self.rack_len) - 1];
         for dir in [ACROSS, DOWN] {
             for lane_no in 0..DIM {
                 if lanes >> (dir * DIM + lane_no) & 1 == 0 {
                     continue;
                 }
-                let lane = self.lanes[dir * DIM + lane_no];
+                let lane = &self.lanes[dir * DIM + lane_no];
                 let mut empties = [0usize; DIM];
                 let mut m = 0;
                 for (p, &t) in lane.tiles.iter().enumerate() {
@@ -889,36 +903,70 @@ impl Generator {
                 if m < RACK_SIZE {
                     continue;
                 }
-                (self.lane, self.dir, self.lane_no) = (lane, dir, lane_no);
+                let runs = if ordered { Some(Runs::of(&lane.tiles, &self.scores)) } else { None };
                 for ps in empties[..m].windows(RACK_SIZE) {
                     if !ps.iter().any(|&p| lane.anchor[p]) || ps.iter().any(|&p| lane.cross[p] & fits == 0) {
                         continue;
                     }
-                    let mut lo = ps[0];
-                    while lo > 0 && lane.tiles[lo - 1] != 0 {
-                        lo -= 1;
-                    }
-                    let mut hi = ps[RACK_SIZE - 1];
-                    while hi + 1 < DIM && lane.tiles[hi + 1] != 0 {
-                        hi += 1;
-                    }
-                    let (mut through, mut nt, mut through_score) = ([0u8; DIM], 0, 0);
-                    for &t in &lane.tiles[lo..=hi] {
-                        if t != 0 {
-                            through[nt] = letter_of(t);
-                            nt += 1;
-                            through_score += self.scores[t as usize];
+                    let bound = match &runs {
+                        Some(runs) => {
+                            let mut c = Coefs::default();
+                            ps.iter().for_each(|&p| c.add(lane, &lane.caps, p));
+                            let (lo, hi) = (runs.lo[ps[0]], runs.hi[ps[RACK_SIZE - 1]]);
+                            let existing = runs.before[hi + 1] - runs.before[lo];
+                            let score =
+                                existing * c.word_mult + c.perp_fixed + BINGO_BONUS + c.paired(&self.rack_scores);
+                            score * 1000 + full
                         }
-                    }
-                    through[..nt].sort_unstable();
-                    let (a, b) = self.words_through(ctx, anagrams, real, blanks, &through[..nt]);
-                    for f in a..b {
-                        let word = anagrams.word(self.found[f as usize]);
-                        self.place_word(ps, lo, hi, through_score, word, real, blanks, (1 << RACK_SIZE) - 1);
-                    }
+                        None => i32::MAX,
+                    };
+                    windows.push((bound, (dir * DIM + lane_no) as u8, ps[0] as u8));
                 }
             }
         }
+        if ordered {
+            windows.sort_unstable_by_key(|w| std::cmp::Reverse(w.0));
+        }
+        for &(bound, lane, first) in &windows {
+            if bound < self.cut() {
+                break;
+            }
+            let lane = lane as usize;
+            (self.lane, self.dir, self.lane_no) = (self.lanes[lane], lane / DIM, lane % DIM);
+            let l = &self.lane;
+            let mut ps = [0usize; RACK_SIZE];
+            let mut p = first as usize;
+            for q in &mut ps {
+                while l.tiles[p] != 0 {
+                    p += 1;
+                }
+                *q = p;
+                p += 1;
+            }
+            let mut lo = ps[0];
+            while lo > 0 && l.tiles[lo - 1] != 0 {
+                lo -= 1;
+            }
+            let mut hi = ps[RACK_SIZE - 1];
+            while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
+                hi += 1;
+            }
+            let (mut through, mut nt, mut through_score) = ([0u8; DIM], 0, 0);
+            for &t in &l.tiles[lo..=hi] {
+                if t != 0 {
+                    through[nt] = letter_of(t);
+                    nt += 1;
+                    through_score += self.scores[t as usize];
+                }
+            }
+            through[..nt].sort_unstable();
+            let (a, b) = self.words_through(ctx, anagrams, real, blanks, &through[..nt]);
+            for f in a..b {
+                let word = anagrams.word(self.found[f as usize]);
+                self.place_word(&ps, lo, hi, through_score, word, real, blanks, (1 << RACK_SIZE) - 1);
+            }
+        }
+        self.bingo_windows = windows;
     }
 
     /// Range of `found` holding the words of the rack plus `through` (sorted), each blank

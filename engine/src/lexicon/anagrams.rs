@@ -23,6 +23,8 @@ pub struct Anagrams {
     short_index: FxHashMap<u128, (u32, u32)>,
     /// Indices into `words`.
     short_words: Vec<u32>,
+    /// A one-hash bit filter over the keys of both indexes (`Filter`).
+    filter: Filter,
 }
 
 impl Anagrams {
@@ -89,14 +91,21 @@ impl Anagrams {
             }
             short_words = less_one.into_iter().map(|(_, w)| w).collect();
         }
-        Self { index, words, short_index, short_words }
+        let mut filter = Filter::new(index.len() + short_index.len());
+        index.keys().for_each(|&k| filter.insert(k, EXACT));
+        short_index.keys().for_each(|&k| filter.insert(k, LESS_ONE));
+        Self { index, words, short_index, short_words, filter }
     }
 
     /// Indices (for [`Anagrams::word`]) of the words made of these letters (given sorted) and
     /// one more letter, each word once. Empty for the bingo index.
     #[inline]
     pub fn plus_one(&self, sorted: &[u8]) -> &[u32] {
-        match self.short_index.get(&key(sorted)) {
+        let k = key(sorted);
+        if !self.filter.may_hold(k, LESS_ONE) {
+            return &[];
+        }
+        match self.short_index.get(&k) {
             Some(&(a, b)) => &self.short_words[a as usize..b as usize],
             None => &[],
         }
@@ -110,13 +119,18 @@ impl Anagrams {
             + self.words.capacity() * std::mem::size_of::<Word>()
             + table(self.short_index.capacity())
             + self.short_words.capacity() * 4
+            + self.filter.bits.capacity() * 8
     }
 
     /// Indices (for [`Anagrams::word`]) of the words made of exactly these letters, given
     /// sorted.
     #[inline]
     pub fn of_sorted(&self, sorted: &[u8]) -> std::ops::Range<u32> {
-        match self.index.get(&key(sorted)) {
+        let k = key(sorted);
+        if !self.filter.may_hold(k, EXACT) {
+            return 0..0;
+        }
+        match self.index.get(&k) {
             Some(&(a, b)) => a..b,
             None => 0..0,
         }
@@ -125,6 +139,46 @@ impl Anagrams {
     #[inline]
     pub fn word(&self, i: u32) -> &Word {
         &self.words[i as usize]
+    }
+}
+
+/// Which index a key is filtered for.
+const EXACT: u64 = 0x9e37_79b9_7f4a_7c15;
+const LESS_ONE: u64 = 0xc2b2_ae3d_27d4_eb4f;
+
+/// A bit per hashed key, 16 bits a key or more (about one false "maybe" in 16): most probes of
+/// the word map are for letters no word has, and this answers them from a few MB that stay in
+/// cache, where the hash tables' hundred MB cost a miss to memory a probe.
+#[derive(Clone, Debug, Default)]
+struct Filter {
+    bits: Vec<u64>,
+    shift: u32,
+}
+
+impl Filter {
+    fn new(keys: usize) -> Self {
+        let n = (keys * 16).next_power_of_two().max(64);
+        Filter { bits: vec![0; n / 64], shift: 64 - n.trailing_zeros() }
+    }
+
+    #[inline]
+    fn slot(&self, key: u128, salt: u64) -> usize {
+        let h = ((key as u64) ^ (key >> 64) as u64 ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        ((h.rotate_left(29) ^ h).wrapping_mul(0xbf58_476d_1ce4_e5b9) >> self.shift) as usize
+    }
+
+    fn insert(&mut self, key: u128, salt: u64) {
+        let i = self.slot(key, salt);
+        self.bits[i / 64] |= 1 << (i % 64);
+    }
+
+    #[inline]
+    fn may_hold(&self, key: u128, salt: u64) -> bool {
+        if self.bits.is_empty() {
+            return true;
+        }
+        let i = self.slot(key, salt);
+        self.bits[i / 64] >> (i % 64) & 1 == 1
     }
 }
 
@@ -168,6 +222,19 @@ mod tests {
         eight.sort_unstable();
         assert_eq!(a.of_sorted(&eight).len(), 1);
         assert!(a.plus_one(&letters).is_empty(), "the bingo index has no short keys");
+    }
+
+    #[test]
+    fn filter_keeps_every_key_and_drops_most_others() {
+        let keys: Vec<u128> = (0..20_000u128).map(|i| i * 0x1_0000_0001 + 7).collect();
+        let mut f = Filter::new(keys.len());
+        keys.iter().for_each(|&k| f.insert(k, EXACT));
+        assert!(keys.iter().all(|&k| f.may_hold(k, EXACT)));
+        let others = (0..20_000u128).map(|i| i * 0x1_0000_0001 + 8);
+        let false_maybes = others.filter(|&k| f.may_hold(k, EXACT)).count();
+        assert!(false_maybes < 20_000 / 8, "{false_maybes} false maybes");
+        let other_index = keys.iter().filter(|&&k| f.may_hold(k, LESS_ONE)).count();
+        assert!(other_index < 20_000 / 8, "the salt separates the indexes: {other_index}");
     }
 
     #[test]
