@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Static self-play side by side with MAGPIE (issue 16, point 3; docs/BENCHMARKS.md): the same
+# Static self-play and rollouts side by side with MAGPIE (issue 16, point 3; docs/BENCHMARKS.md): the same
 # word list (lexica/enable.txt) and leave table (lexica/enable.klv2), one thread, the engines
 # alternated ROUNDS times so that a busy machine slows both alike. Prints CPU seconds and games
 # per CPU-second for each run.
@@ -38,3 +38,34 @@ for r in $(seq "$ROUNDS"); do
   s=$(cat "$T")
   echo "round $r MAGPIE:  $GAMES games, $s CPU-s, $(rate "$s") games/CPU-s"
 done
+
+# Rollouts: SIM_POSITIONS mid-game positions (40 tiles in the bag, from seeded static self-play),
+# each simulated by both engines with the static top 15 candidates, 2 plies, SIM_ITERS
+# iterations a candidate, opponent rack random, one thread, no early stop; each engine's own
+# report of the simulation's time (load and set-up excluded). MAGPIE's iteration count is its
+# own (it reports the rollouts it made; SIM_ITERS x 6 gives the same number as lexhive's).
+SIM_POSITIONS=${SIM_POSITIONS:-5}
+SIM_ITERS=${SIM_ITERS:-500}
+# The opponent's rack is left out of the positions: both engines draw it at random.
+"$W" endgame-set --count "$SIM_POSITIONS" --bag 40 --seed 3 | awk '{sub(/\/.*/, "/", $2); print}' >"$T.cgp"
+rm -f "$MAGPIE/settings.txt" # MAGPIE keeps the last session's settings there
+i=0
+while read -r cgp <&3; do
+  i=$((i + 1))
+  ours=$("$W" sim --cgp "$cgp" --plies 2 --candidates 15 --iterations "$SIM_ITERS" --threads 1 | sed -n 's/.*Time: \([0-9.]*\)s.*/\1/p')
+  # MAGPIE reads a line that comes while a command runs as a command to the running one
+  # (stop, status): each line waits for the one before.
+  theirs=$(cd "$MAGPIE" && {
+    printf 'set -lex %s -threads 1 -plies 2 -numplays 15 -iterations %d -sr rr -threshold none -scondition 99.99\n' \
+      $LEX $((SIM_ITERS * 6))
+    sleep 2
+    printf 'cgp %s\n' "$cgp"
+    sleep 0.5
+    printf 'gen\n'
+    sleep 0.5
+    printf 'sim -\n'
+  } | bin/magpie | sed -n 's/.*Time: *\([0-9.]*\) seconds.*/\1/p;s/.*Iters: *\([0-9]*\).*/iters \1/p' | tr '\n' ' ')
+  rm -f "$MAGPIE/settings.txt"
+  echo "position $i: lexhive $((SIM_ITERS * 15)) rollouts in ${ours} s; MAGPIE ${theirs}(s)"
+done 3<"$T.cgp"
+rm -f "$T.cgp"

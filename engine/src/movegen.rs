@@ -40,6 +40,11 @@ pub fn set_word_map(on: bool) {
     WORD_MAP.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether generators made now search with the word map (see `set_word_map`).
+pub fn word_map_on() -> bool {
+    WORD_MAP.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// What the generator needs that does not change during a game.
 #[derive(Clone, Copy)]
 pub struct Ctx<'a> {
@@ -224,7 +229,7 @@ impl Generator {
             through_words: Vec::new(),
             bingo_windows: Vec::new(),
             found: Vec::new(),
-            word_map: WORD_MAP.load(std::sync::atomic::Ordering::Relaxed),
+            word_map: word_map_on(),
             subsets: Vec::with_capacity(128),
             by_size: [0; RACK_SIZE + 2],
             looked: FxHashMap::default(),
