@@ -523,7 +523,7 @@ impl Generator {
         // Windows by leftmost empty square `j`, growing rightwards one tile at a time.
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
             let lo = runs.lo[empties[j]];
-            let mut c = Coefs::default();
+            let mut c = Coefs::new();
             for k in 1..=r.min(m - j) {
                 let p = empties[j + k - 1];
                 if caps[p] < 0 {
@@ -611,7 +611,7 @@ impl Generator {
         let runs = Runs::of(&l.tiles, &self.scores);
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
             let lo = runs.lo[empties[j]];
-            let mut c = Coefs::default();
+            let mut c = Coefs::new();
             for k in 1..=r.min(m - j) {
                 let p = empties[j + k - 1];
                 if l.caps[p] < 0 {
@@ -915,7 +915,7 @@ impl Generator {
                     }
                     let bound = match &runs {
                         Some(runs) => {
-                            let mut c = Coefs::default();
+                            let mut c = Coefs::new();
                             ps.iter().for_each(|&p| c.add(lane, &lane.caps, p));
                             let (lo, hi) = (runs.lo[ps[0]], runs.hi[ps[RACK_SIZE - 1]]);
                             let existing = runs.before[hi + 1] - runs.before[lo];
@@ -1134,7 +1134,6 @@ impl Runs {
 /// A window's squares as it grows rightwards: what each placed tile's face value is
 /// multiplied by (its letter premium times the word multiplier, plus its cross-word's
 /// multiplier), kept highest first, and the rest of its score bound.
-#[derive(Default)]
 struct Coefs {
     k: usize,
     coef: [i32; RACK_SIZE],
@@ -1147,11 +1146,21 @@ struct Coefs {
 }
 
 impl Coefs {
+    fn new() -> Self {
+        Coefs {
+            k: 0,
+            coef: [0; RACK_SIZE],
+            lms: [0; RACK_SIZE],
+            perps: [0; RACK_SIZE],
+            word_mult: 1,
+            perp_fixed: 0,
+            lm_cap: 0,
+            perp_cap: 0,
+        }
+    }
+
     #[inline]
     fn add(&mut self, l: &Lane, caps: &[i32; DIM], p: usize) {
-        if self.k == 0 {
-            self.word_mult = 1;
-        }
         let (lm, wm, i) = (l.lm[p] as i32, l.wm[p] as i32, self.k);
         self.k += 1;
         self.lms[i] = lm;
