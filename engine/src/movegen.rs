@@ -625,17 +625,14 @@ impl Generator {
                 if hi == lo {
                     continue; // one letter is not a word
                 }
-                let (mut through, mut nt) = ([0u8; DIM], 0);
-                for &t in &l.tiles[lo..=hi] {
-                    if t != 0 {
-                        through[nt] = letter_of(t);
-                        nt += 1;
-                    }
-                }
-                through[..nt].sort_unstable();
                 let existing = runs.before[hi + 1] - runs.before[lo];
                 let fixed = existing * c.word_mult + c.perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
                 let top = fixed + c.paired(&self.rack_scores);
+                let best_leave = if blanks == 0 { self.leave_keep[k] } else { self.leave_use[k] };
+                if best_leave == i32::MIN || top * 1000 + best_leave < self.cut() {
+                    continue; // no subset of this size can reach the threshold here
+                }
+                let (through, nt) = sorted_through(&l.tiles, lo, hi);
                 let ps = &empties[j..j + k];
                 for si in self.by_size[k]..self.by_size[k + 1] {
                     let sub = self.subsets[si];
@@ -948,23 +945,10 @@ impl Generator {
                 *q = p;
                 p += 1;
             }
-            let mut lo = ps[0];
-            while lo > 0 && l.tiles[lo - 1] != 0 {
-                lo -= 1;
-            }
-            let mut hi = ps[RACK_SIZE - 1];
-            while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
-                hi += 1;
-            }
-            let (mut through, mut nt, mut through_score) = ([0u8; DIM], 0, 0);
-            for &t in &l.tiles[lo..=hi] {
-                if t != 0 {
-                    through[nt] = letter_of(t);
-                    nt += 1;
-                    through_score += self.scores[t as usize];
-                }
-            }
-            through[..nt].sort_unstable();
+            let runs = Runs::of(&l.tiles, &self.scores);
+            let (lo, hi) = (runs.lo[ps[0]], runs.hi[ps[RACK_SIZE - 1]]);
+            let through_score = runs.before[hi + 1] - runs.before[lo];
+            let (through, nt) = sorted_through(&l.tiles, lo, hi);
             let (a, b) = self.words_through(ctx, anagrams, real, blanks, &through[..nt]);
             for f in a..b {
                 let word = anagrams.word(self.found[f as usize]);
@@ -1106,6 +1090,17 @@ impl Generator {
             })
             .count() as i32
     }
+}
+
+/// The letters of the board's tiles in `lo..=hi`, sorted, and how many.
+fn sorted_through(tiles: &[u8; DIM], lo: usize, hi: usize) -> ([u8; DIM], usize) {
+    let (mut through, mut n) = ([0u8; DIM], 0);
+    for &t in tiles[lo..=hi].iter().filter(|&&t| t != 0) {
+        through[n] = letter_of(t);
+        n += 1;
+    }
+    through[..n].sort_unstable();
+    (through, n)
 }
 
 /// A lane's runs of board tiles: the face values of the tiles before each square, and each
