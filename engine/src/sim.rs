@@ -1,8 +1,11 @@
 //! Truncated Monte Carlo simulation: take the static evaluator's top `k` moves, and for each
 //! iteration deal the unseen tiles at random (an opponent rack and a bag order), play every
 //! candidate followed by `plies` static best moves, and score it by win probability (from the
-//! [`WinTable`], leaves folded into the spread, or from a value net: [`RolloutNet`]) and by
-//! equity (spread change plus leaves).
+//! [`WinTable`], or from a value net: [`RolloutNet`]) and by equity (spread change plus
+//! leaves). A rollout that stops before the game ends counts, for each player, the leave value
+//! of the tiles they kept on their last play in it (as the established engines do): a rack
+//! refilled from the bag has no leave value of its own, so without this the candidates'
+//! leaves would count for nothing.
 //!
 //! Every candidate sees the same deal in an iteration (common random numbers), and iteration
 //! `i`'s deal comes from `derive(seed, i)`: results do not depend on the thread count.
@@ -312,7 +315,16 @@ impl Simulator<'_> {
         let netted = self.net.is_some();
         let mut before = (netted && plies == 0).then(|| Box::new(g.clone()));
         let (mut last, mut previous) = (*mv, None);
-        g.play(ctx, mv);
+        // The value of the tiles each player kept on their last play of the rollout: its
+        // leave, before the draw refills the rack (a refilled rack has no leave value).
+        let mut kept = [0.0; 2];
+        let mut play = |g: &mut Game, m: &Move| {
+            if let Some(k) = self.leaves.as_deref() {
+                kept[g.on_turn] = k.value(&m.leave(&g.racks[g.on_turn])) as f64;
+            }
+            g.play(ctx, m);
+        };
+        play(&mut g, mv);
         for ply in 0..plies {
             if g.is_over() {
                 break;
@@ -322,7 +334,7 @@ impl Simulator<'_> {
                 before = Some(Box::new(g.clone()));
             }
             (previous, last) = (Some(last), m);
-            g.play(ctx, &m);
+            play(&mut g, &m);
         }
         let spread = g.scores[me] - g.scores[1 - me];
         if g.is_over() {
@@ -333,12 +345,7 @@ impl Simulator<'_> {
             };
             return Ended::Scored(win, (spread - spread0) as f64);
         }
-        let leave = |p: usize| {
-            let mut rack = g.racks[p].clone();
-            rack.sort_unstable();
-            self.leaves.as_deref().map_or(0.0, |k| k.value(&rack) as f64)
-        };
-        let adjusted = spread as f64 + leave(me) - leave(1 - me);
+        let adjusted = spread as f64 + kept[me] - kept[1 - me];
         if let Some(before) = before {
             return Ended::Open { before, last, previous, equity: adjusted - spread0 as f64 };
         }

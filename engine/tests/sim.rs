@@ -85,6 +85,40 @@ fn common_random_numbers_identical_candidates_identical_statistics() {
     assert_eq!(stats[0], stats[1], "the same move on the same deals scores the same");
 }
 
+#[test]
+fn a_candidates_leave_counts_in_its_rollouts() {
+    // With no plies after the candidate, a rollout is the candidate alone: its equity is its
+    // score plus the value of the tiles it keeps (the rack is refilled, which must not hide
+    // them), whatever the deal, and its win% is the table's at that adjusted spread.
+    let ctx = common::ctx(common::enable());
+    let (klv, table) = data();
+    let sim = Simulator { ctx, leaves: Some(klv.clone()), table: &table, net: None };
+    for seed in [3, 5] {
+        let g = midgame(ctx, &klv, seed, 4);
+        let mut mg = Generator::new();
+        let best = StaticEval::new(Some(klv.clone())).best(ctx, &g, &mut mg, 6).to_vec();
+        let c = SimConfig { candidates: 6, plies: 0, iterations: 40, stop: None, seed, time_limit: None };
+        let r = on(2, || sim.run_moves(&g, best.clone(), &c, &|_| {}));
+        let me = g.on_turn;
+        let spread0 = g.scores[me] - g.scores[1 - me];
+        let mut leaves_differ = false;
+        for cand in &r.candidates {
+            let m = cand.mv;
+            let kept = klv.value(&m.leave(&g.racks[me])) as f64;
+            leaves_differ |= kept != klv.value(&best[0].leave(&g.racks[me])) as f64;
+            let eq = m.score as f64 + kept;
+            assert!((cand.equity.mean() - eq).abs() < 1e-9, "{m:?}: {} vs {eq}", cand.equity.mean());
+            assert_eq!(cand.equity.count(), 40);
+            // Unseen by the opponent, on turn after the candidate: the bag and the refilled rack.
+            let unseen = g.bag.len() + g.racks[me].len() - m.tiles_used();
+            let s = (spread0 as f64 + eq).round() as i32;
+            let want = 1.0 - table.win_prob(-s, unseen);
+            assert!((cand.win.mean() - want).abs() < 1e-12, "{m:?}: {} vs {want}", cand.win.mean());
+        }
+        assert!(leaves_differ, "seed {seed}: the candidates keep tiles of different values");
+    }
+}
+
 /// Every legal placement of the position's rack, by score (ties by tiles, so that the ends do
 /// not depend on the generation order).
 fn placements(ctx: Ctx, g: &Game) -> Vec<Move> {
