@@ -28,8 +28,12 @@
 //! observed move's likelihood is under 1/1000: it depends only on the statistics, so it is as
 //! reproducible as the rest.
 //!
-//! Budgets are counts, and every random choice flows from `seed` (each mini-simulation uses it
-//! whole, so that leaves are compared on common random numbers): the posterior is the same at
+//! The leaves' mini-simulations run side by side, an iteration of every leave at a time, on
+//! common random numbers: iteration `i` shuffles the tiles the opponent could not see once, and
+//! each leave's deal takes its rack out of that order. Leaves that leave the viewer the same
+//! rack then share the viewer's replies (`Inference::simulate`).
+//!
+//! Budgets are counts, and every random choice flows from `seed`: the posterior is the same at
 //! any thread count.
 
 use crate::board::Board;
@@ -39,11 +43,13 @@ use crate::leaves::Klv;
 use crate::movegen::{Ctx, Generator, Mode};
 use crate::moves::{Kind, Move};
 use crate::rng::{Rng, derive};
-use crate::sim::{SimConfig, Simulator};
-use crate::tiles::MAX_LETTERS;
+use crate::sim::{Ended, Replies, Simulator};
+use crate::stats::Welford;
+use crate::tiles::{MAX_LETTERS, RACK_SIZE};
 use crate::view::View;
 use crate::winpct::WinTable;
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// How the observed turn is weighed against each possible rack.
@@ -169,6 +175,27 @@ pub struct Posterior {
 }
 
 impl Posterior {
+    /// How many of `truth`'s tiles (the leave the opponent really kept, sorted) a leave holds
+    /// on average: (under the posterior, under the prior). A read that helps puts the first
+    /// above the second; `truth.len()` is a perfect read.
+    pub fn overlap(&self, truth: &[u8]) -> (f64, f64) {
+        let common = |leave: &[u8]| {
+            let (mut i, mut j, mut n) = (0, 0, 0);
+            while i < leave.len() && j < truth.len() {
+                match leave[i].cmp(&truth[j]) {
+                    std::cmp::Ordering::Less => i += 1,
+                    std::cmp::Ordering::Greater => j += 1,
+                    std::cmp::Ordering::Equal => (i, j, n) = (i + 1, j + 1, n + 1),
+                }
+            }
+            n as f64
+        };
+        self.leaves.iter().fold((0.0, 0.0), |(post, prior), w| {
+            let c = common(&w.leave);
+            (post + w.weight * c, prior + w.prior * c)
+        })
+    }
+
     /// For each tile, posterior expected count on the leave over prior expected count (`None`
     /// where the prior expects none).
     pub fn tile_ratios(&self) -> Vec<(u8, Option<f64>)> {
@@ -318,8 +345,18 @@ impl Inference<'_> {
                 items.push(self.item(obs, &lf, &pool, leave, derive(cfg.seed, i as u64), &prior, q, count));
             }
         }
-        let (liks, sims): (Vec<f64>, Vec<u64>) =
-            items.par_iter().map_init(Generator::new, |mg, it| self.likelihood(obs, it, cfg, mg)).unzip();
+        let setups: Vec<Likely> =
+            items.par_iter().map_init(Generator::new, |mg, it| self.setup(obs, it, cfg, mg)).collect();
+        let to_run: Vec<&MiniSim> =
+            setups.iter().filter_map(|l| if let Likely::Simulate(m) = l { Some(&**m) } else { None }).collect();
+        let mut simulated = self.simulate(obs, &to_run, cfg).into_iter();
+        let (liks, sims): (Vec<f64>, Vec<u64>) = setups
+            .iter()
+            .map(|l| match l {
+                Likely::Known(p) => (*p, 0),
+                Likely::Simulate(_) => simulated.next().expect("one result per mini-simulation"),
+            })
+            .unzip();
         let top = items.iter().map(|it| it.ln_ratio).fold(f64::NEG_INFINITY, f64::max);
         let mut prior_w: Vec<f64> = items.iter().map(|it| it.count as f64 * (it.ln_ratio - top).exp()).collect();
         let mut post_w: Vec<f64> = prior_w.iter().zip(&liks).map(|(p, l)| p * l).collect();
@@ -387,11 +424,11 @@ impl Inference<'_> {
         Item { leave, rack, mv, ln_ratio, count }
     }
 
-    /// How likely the opponent was to make the observed move holding `it.rack`, and the
-    /// mini-simulation iterations that took.
-    fn likelihood(&self, obs: &Observed, it: &Item, cfg: &InferConfig, mg: &mut Generator) -> (f64, u64) {
+    /// How likely the opponent was to make the observed move holding `it.rack`, when that
+    /// needs no simulation; else the mini-simulation to run.
+    fn setup(&self, obs: &Observed, it: &Item, cfg: &InferConfig, mg: &mut Generator) -> Likely {
         if cfg.likelihood == Likelihood::Flat || it.ln_ratio == f64::NEG_INFINITY {
-            return (1.0, 0);
+            return Likely::Known(1.0);
         }
         let mut g = obs.before.clone();
         let mut bag = obs.pool.clone();
@@ -411,58 +448,194 @@ impl Inference<'_> {
                 match mg.generate(self.ctx, &req, Mode::All).iter().find(|m| same(m, &it.mv)) {
                     Some(m) => cands.push(*m),
                     // Not a legal move with this rack: impossible.
-                    None => return (0.0, 0),
+                    None => return Likely::Known(0.0),
                 }
                 cands.len() - 1
             }
         };
         if cands.len() == 1 {
-            return (1.0, 0);
+            return Likely::Known(1.0);
         }
-        let (scores, iterations): (Vec<f64>, u64) = match cfg.likelihood {
-            Likelihood::Static => (cands.iter().map(|m| m.equity as f64 / 1000.0).collect(), 0),
-            _ => {
-                let sim = Simulator { ctx: self.ctx, leaves: self.leaves.clone(), table: self.table, net: None };
-                let sc = SimConfig {
-                    candidates: cands.len(),
-                    plies: cfg.plies,
-                    iterations: cfg.iterations,
-                    stop: None,
-                    seed: cfg.seed,
-                    time_limit: None,
-                };
-                let eps = 0.5 / cfg.iterations.max(1) as f64;
-                let logit = |w: f64| {
-                    let w = w.clamp(eps, 1.0 - eps);
-                    (w / (1.0 - w)).ln()
-                };
-                // Stop a leave's mini-simulation once the observed move is out of reach: some
-                // candidate beats it by enough, at two standard errors of the paired difference,
-                // that its likelihood is under HOPELESS.
-                let go_on = |c: &[crate::sim::Candidate]| {
-                    let mine = c[at].win.mean();
-                    c.iter().enumerate().filter(|(i, _)| *i != at).all(|(_, o)| {
-                        let ahead = o.paired.mean() - 2.0 * o.paired.stderr();
-                        ahead <= 0.0 || 1.0 / (1.0 + ((logit(mine + ahead) - logit(mine)) / cfg.tau).exp()) >= HOPELESS
-                    })
-                };
-                let check = crate::sim::Check { every: CHECK_EVERY, paired_with: at, go_on: &go_on };
-                let opp = &crate::sim::Opponent::Unknown;
-                let r = sim.run_checked(&g, cands.clone(), &sc, opp, Some(&check), &|_| {});
-                let logits = cands
+        if cfg.likelihood == Likelihood::Static {
+            let equities: Vec<f64> = cands.iter().map(|m| m.equity as f64 / 1000.0).collect();
+            return Likely::Known(softmax_at(&equities, at, cfg.tau));
+        }
+        Likely::Simulate(Box::new(MiniSim { game: g, cands, at }))
+    }
+
+    /// The likelihood of each leave's observed move from its mini-simulation, and the
+    /// iterations each ran.
+    ///
+    /// The mini-simulations run side by side, iteration by iteration. Iteration `i` shuffles
+    /// the tiles the opponent could not see (the viewer's pool and rack) once, and each leave's
+    /// deal takes its own rack's tiles out of that order: a uniform deal for every leave, and
+    /// the same viewer rack for leaves whose tiles it does not touch. Those leaves share the
+    /// viewer's replies: one search of the iteration's board per viewer rack (`Replies`) and
+    /// one reply per (viewer rack, candidate), since a candidate's first reply depends on the
+    /// leave only through that rack while tiles remain in the bag. Statistics are folded in
+    /// iteration order, so the result is the same on any thread count.
+    fn simulate(&self, obs: &Observed, sims: &[&MiniSim], cfg: &InferConfig) -> Vec<(f64, u64)> {
+        let sim = Simulator { ctx: self.ctx, leaves: self.leaves.clone(), table: self.table, net: None };
+        let me = obs.before.on_turn;
+        let mut hidden = obs.pool.clone();
+        hidden.extend_from_slice(&obs.before.racks[1 - me]);
+        let mut stats: Vec<Vec<Tally>> = sims.iter().map(|m| vec![Tally::default(); m.cands.len()]).collect();
+        let mut active = vec![true; sims.len()];
+        let eps = 0.5 / cfg.iterations.max(1) as f64;
+        let logit = |w: f64| {
+            let w = w.clamp(eps, 1.0 - eps);
+            (w / (1.0 - w)).ln()
+        };
+        // A leave stops once its observed move is out of reach: some candidate beats it by
+        // enough, at two standard errors of the paired difference, that its likelihood is
+        // under HOPELESS.
+        let go_on = |c: &[Tally], at: usize| {
+            let mine = c[at].win.mean();
+            c.iter().enumerate().filter(|(i, _)| *i != at).all(|(_, o)| {
+                let ahead = o.paired.mean() - 2.0 * o.paired.stderr();
+                ahead <= 0.0 || 1.0 / (1.0 + ((logit(mine + ahead) - logit(mine)) / cfg.tau).exp()) >= HOPELESS
+            })
+        };
+        let mut done = 0;
+        while done < cfg.iterations && active.iter().any(|&a| a) {
+            let n = CHECK_EVERY.min(cfg.iterations - done);
+            let block: Vec<Vec<Option<Vec<f64>>>> = (done..done + n)
+                .into_par_iter()
+                .map_init(
+                    || (Generator::new(), StaticEval::new(self.leaves.clone())),
+                    |(mg, bot), i| {
+                        self.iteration(&sim, sims, &active, &hidden, derive(cfg.seed, i), cfg.plies, bot, mg)
+                    },
+                )
+                .collect();
+            for per_leave in &block {
+                for ((cands, m), r) in stats.iter_mut().zip(sims).zip(per_leave) {
+                    let Some(r) = r else { continue };
+                    let reference = r[m.at];
+                    for (c, &w) in cands.iter_mut().zip(r) {
+                        c.win.add(w);
+                        c.paired.add(w - reference);
+                    }
+                }
+            }
+            done += n;
+            for ((a, cands), m) in active.iter_mut().zip(&stats).zip(sims) {
+                *a = *a && go_on(cands, m.at);
+            }
+        }
+        stats
+            .iter()
+            .zip(sims)
+            .map(|(cands, m)| {
+                let logits: Vec<f64> = cands.iter().map(|c| logit(c.win.mean())).collect();
+                (softmax_at(&logits, m.at, cfg.tau), cands[0].win.count())
+            })
+            .collect()
+    }
+
+    /// One iteration of every active leave's mini-simulation: each candidate's win
+    /// probability, for the opponent.
+    #[allow(clippy::too_many_arguments)]
+    fn iteration(
+        &self,
+        sim: &Simulator,
+        sims: &[&MiniSim],
+        active: &[bool],
+        hidden: &[u8],
+        seed: u64,
+        plies: usize,
+        bot: &StaticEval,
+        mg: &mut Generator,
+    ) -> Vec<Option<Vec<f64>>> {
+        let mut order = hidden.to_vec();
+        Rng::new(seed).shuffle(&mut order);
+        let mut replies: FxHashMap<u64, Replies> = FxHashMap::default();
+        let mut memo: FxHashMap<(u64, Move), Move> = FxHashMap::default();
+        sims.iter()
+            .zip(active)
+            .map(|(m, &on)| {
+                if !on {
+                    return None;
+                }
+                let me = m.game.on_turn;
+                let mut tiles = order.clone();
+                for &t in &m.game.racks[me] {
+                    let k = tiles.iter().position(|&x| x == t).expect("the rack is among the hidden tiles");
+                    tiles.remove(k);
+                }
+                let deal = crate::sim::dealt(&m.game, &tiles, &[], tiles.len().min(RACK_SIZE), seed);
+                let viewer = rack_key(&deal.racks[1 - me]);
+                let out = m
+                    .cands
                     .iter()
-                    .map(|m| {
-                        let c = r.candidates.iter().find(|c| same(&c.mv, m)).expect("every candidate is simulated");
-                        logit(c.win.mean())
+                    .map(|c| {
+                        let key = (viewer, move_key(c));
+                        let mut reply = |after: &Game, mg: &mut Generator| {
+                            // With the bag empty the reply's values depend on the leave's rack.
+                            if after.bag.is_empty() {
+                                return bot.best_move(self.ctx, after, mg);
+                            }
+                            *memo.entry(key).or_insert_with(|| {
+                                replies.entry(viewer).or_default().reply(self.ctx, bot, &deal, after, mg)
+                            })
+                        };
+                        match sim.rollout(&deal, c, plies, me, bot, mg, &mut reply) {
+                            Ended::Scored(w, _) => w,
+                            Ended::Open { .. } => unreachable!("mini-simulations have no net"),
+                        }
                     })
                     .collect();
-                (logits, r.iterations)
-            }
-        };
-        let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let e: Vec<f64> = scores.iter().map(|s| ((s - top) / cfg.tau).exp()).collect();
-        (e[at] / e.iter().sum::<f64>(), iterations)
+                Some(out)
+            })
+            .collect()
     }
+}
+
+/// One candidate's statistics in a leave's mini-simulation: its win probability, and that minus
+/// the observed move's in the same iteration (on common random numbers, far tighter than the
+/// difference of two means).
+#[derive(Clone, Default)]
+struct Tally {
+    win: Welford,
+    paired: Welford,
+}
+
+/// A leave's likelihood, or the mini-simulation that will give it.
+enum Likely {
+    Known(f64),
+    Simulate(Box<MiniSim>),
+}
+
+/// The opponent's position holding one leave's rack, their candidates, and the observed
+/// move's place among them.
+struct MiniSim {
+    game: Game,
+    cands: Vec<Move>,
+    at: usize,
+}
+
+/// The softmax with temperature `tau` of `scores`, taken at `at`.
+fn softmax_at(scores: &[f64], at: usize, tau: f64) -> f64 {
+    let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = scores.iter().map(|s| ((s - top) / tau).exp()).collect();
+    e[at] / e.iter().sum::<f64>()
+}
+
+/// A rack as a map key: its sorted tiles, seven bits each.
+fn rack_key(rack: &[u8]) -> u64 {
+    let mut r = rack.to_vec();
+    r.sort_unstable();
+    r.iter().fold(r.len() as u64, |k, &t| k << 7 | t as u64)
+}
+
+/// A move as a map key: where it goes and what it places (its equity, which depends on the
+/// leave, left out; an exchange's tiles sorted).
+fn move_key(m: &Move) -> Move {
+    let mut k = Move { equity: 0, ..*m };
+    if k.kind == Kind::Exchange {
+        k.tiles[..k.len as usize].sort_unstable();
+    }
+    k
 }
 
 /// The same move, whatever its equity (exchanges compared as sorted tiles).
@@ -581,6 +754,26 @@ fn subsets(pool: &Counts, k: usize, cur: &mut Vec<u8>, from: usize, out: &mut Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlap_counts_shared_tiles_with_multiplicity() {
+        let w = |leave: &[u8], weight, prior| Weighted { leave: leave.to_vec(), weight, prior };
+        let post = Posterior {
+            leaves: vec![w(&[1, 1, 5], 0.75, 0.25), w(&[2, 5, 9], 0.25, 0.75)],
+            rack_len: 7,
+            evaluated: 2,
+            draws: 0,
+            ess: 1.0,
+            iterations: 0,
+        };
+        // Truth A A E: the first leave holds all three, the second only the E.
+        let (read, prior) = post.overlap(&[1, 1, 5]);
+        assert!((read - (0.75 * 3.0 + 0.25)).abs() < 1e-12, "{read}");
+        assert!((prior - (0.25 * 3.0 + 0.75)).abs() < 1e-12, "{prior}");
+        // One A of the truth matches one of the two on the leave, not both.
+        assert_eq!(post.overlap(&[1]), (0.75, 0.25));
+        assert_eq!(post.overlap(&[]), (0.0, 0.0));
+    }
 
     #[test]
     fn the_gate_follows_its_formula() {

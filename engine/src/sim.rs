@@ -80,20 +80,6 @@ pub struct Candidate {
     pub equity: Welford,
     /// Cut by the stopping rule (its statistics stop there).
     pub cut: bool,
-    /// Win probability minus the reference candidate's in the same iteration (a [`Check`]'s
-    /// `paired_with`; empty without one): on common random numbers, far tighter than the
-    /// difference of two means.
-    pub paired: Welford,
-}
-
-/// A caller's own stopping rule for [`Simulator::run_checked`].
-pub struct Check<'a> {
-    /// Iterations between calls of `go_on`.
-    pub every: u64,
-    /// The candidate (by index in the order given) that `Candidate::paired` is measured against.
-    pub paired_with: usize,
-    /// Carry on? Given the candidates in the order given.
-    pub go_on: &'a (dyn Fn(&[Candidate]) -> bool + Sync),
 }
 
 #[derive(Clone, Debug)]
@@ -126,7 +112,7 @@ pub struct RolloutNet<'a> {
 pub const NET_BATCH: usize = 256;
 
 /// How a rollout ended, for the simulating player.
-enum Ended {
+pub(crate) enum Ended {
     /// Win probability and equity.
     Scored(f64, f64),
     /// Stopped before the game ended, for the net: the position before the last play, the
@@ -163,33 +149,13 @@ impl Simulator<'_> {
         opponent: &Opponent,
         progress: &(dyn Fn(u64) + Sync),
     ) -> SimResult {
-        self.run_checked(game, moves, cfg, opponent, None, progress)
-    }
-
-    /// `run_against`, asking `check` whether to carry on every `check.every` iterations. The
-    /// statistics after `n` iterations do not depend on how often it is asked.
-    pub fn run_checked(
-        &self,
-        game: &Game,
-        moves: Vec<Move>,
-        cfg: &SimConfig,
-        opponent: &Opponent,
-        check: Option<&Check>,
-        progress: &(dyn Fn(u64) + Sync),
-    ) -> SimResult {
         let me = game.on_turn;
         let mut base = game.clone();
         base.history.clear();
         base.adjustments.clear();
         let mut cands: Vec<Candidate> = moves
             .into_iter()
-            .map(|mv| Candidate {
-                mv,
-                win: Welford::default(),
-                equity: Welford::default(),
-                cut: false,
-                paired: Welford::default(),
-            })
+            .map(|mv| Candidate { mv, win: Welford::default(), equity: Welford::default(), cut: false })
             .collect();
         // The unseen tiles from the mover's seat: the bag and the opponent's rack.
         let mut unseen: Vec<u8> = base.bag.tiles().to_vec();
@@ -204,7 +170,7 @@ impl Simulator<'_> {
             && (cands.iter().filter(|c| !c.cut).count() > 1 || cfg.stop.is_none())
             && deadline.is_none_or(|d| std::time::Instant::now() < d)
         {
-            let n = check.map_or(BLOCK, |c| c.every.max(1)).min(cfg.iterations - done);
+            let n = BLOCK.min(cfg.iterations - done);
             let active: Vec<bool> = cands.iter().map(|c| !c.cut).collect();
             let mut ended: Vec<Vec<Option<Ended>>> = (done..done + n)
                 .into_par_iter()
@@ -213,26 +179,22 @@ impl Simulator<'_> {
                     |(mg, bot), i| {
                         let deal = deal(&base, &unseen, opp_len, derive(cfg.seed, i), opponent);
                         let mut replies = Replies::default();
+                        let mut reply =
+                            |after: &Game, mg: &mut Generator| replies.reply(self.ctx, bot, &deal, after, mg);
                         cands
                             .iter()
                             .zip(&active)
-                            .map(|(c, &on)| {
-                                on.then(|| self.rollout(&deal, &c.mv, cfg.plies, me, bot, mg, &mut replies))
-                            })
+                            .map(|(c, &on)| on.then(|| self.rollout(&deal, &c.mv, cfg.plies, me, bot, mg, &mut reply)))
                             .collect()
                     },
                 )
                 .collect();
             let results = self.score(&mut ended, me);
             for r in &results {
-                let reference = check.and_then(|c| r.get(c.paired_with).copied().flatten());
                 for (c, x) in cands.iter_mut().zip(r) {
                     if let Some((w, e)) = *x {
                         c.win.add(w);
                         c.equity.add(e);
-                        if let Some((rw, _)) = reference {
-                            c.paired.add(w - rw);
-                        }
                     }
                 }
             }
@@ -240,9 +202,6 @@ impl Simulator<'_> {
             progress(done);
             if let Some(level) = cfg.stop {
                 cut(&mut cands, level.z());
-            }
-            if check.is_some_and(|c| !(c.go_on)(&cands)) {
-                break;
             }
         }
         cands.sort_by(|a, b| {
@@ -296,17 +255,18 @@ impl Simulator<'_> {
     }
 
     /// Play `mv` and `plies` static replies on a copy of `deal`; (win probability, equity) for
-    /// player `me`, or the open end for the net.
+    /// player `me`, or the open end for the net. `first_reply` answers the first ply (the
+    /// position after `mv`): the static reply, found as cheaply as the caller can (`Replies`).
     #[allow(clippy::too_many_arguments)]
-    fn rollout(
+    pub(crate) fn rollout(
         &self,
         deal: &Game,
         mv: &Move,
         plies: usize,
         me: usize,
-        bot: &mut StaticEval,
+        bot: &StaticEval,
         mg: &mut Generator,
-        replies: &mut Replies,
+        first_reply: &mut dyn FnMut(&Game, &mut Generator) -> Move,
     ) -> Ended {
         let ctx = self.ctx;
         let mut g = deal.clone();
@@ -329,7 +289,7 @@ impl Simulator<'_> {
             if g.is_over() {
                 break;
             }
-            let m = if ply == 0 { replies.reply(ctx, bot, deal, &g, mg) } else { bot.best_move(ctx, &g, mg) };
+            let m = if ply == 0 { first_reply(&g, mg) } else { bot.best_move(ctx, &g, mg) };
             if netted && ply + 1 == plies {
                 before = Some(Box::new(g.clone()));
             }
@@ -376,7 +336,7 @@ pub struct Replies {
 
 impl Replies {
     /// The static reply in `after`, which is `before` with one move of the other player made.
-    pub fn reply(&mut self, ctx: Ctx, bot: &mut StaticEval, before: &Game, after: &Game, mg: &mut Generator) -> Move {
+    pub fn reply(&mut self, ctx: Ctx, bot: &StaticEval, before: &Game, after: &Game, mg: &mut Generator) -> Move {
         let rack = &after.racks[after.on_turn];
         // The opening's adjustments, and the endgame's leave values, change with the move made.
         if before.board.is_empty()
@@ -456,8 +416,13 @@ fn deal(base: &Game, unseen: &[u8], opp_len: usize, seed: u64, opponent: &Oppone
             None => return deal(base, unseen, opp_len, seed, &Opponent::Unknown),
         }
     }
-    let mut rng = Rng::new(seed);
-    rng.shuffle(&mut tiles);
+    Rng::new(seed).shuffle(&mut tiles);
+    dealt(base, &tiles, known, opp_len, seed)
+}
+
+/// `base` with the opponent's rack made of `known` and the first of `tiles` (shuffled
+/// already) up to `opp_len`, and the rest of `tiles` as the bag, whose own draws use `seed`.
+pub(crate) fn dealt(base: &Game, tiles: &[u8], known: &[u8], opp_len: usize, seed: u64) -> Game {
     let mut g = base.clone();
     let me = g.on_turn;
     let drawn = opp_len.saturating_sub(known.len());

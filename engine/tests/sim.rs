@@ -258,7 +258,7 @@ fn shared_replies_equal_the_static_bots_choice() {
                         continue;
                     }
                     let want = bot.decide(ctx, &after, &mut mg, &mut rng);
-                    let got = replies.reply(ctx, &mut bot, &g, &after, &mut mg);
+                    let got = replies.reply(ctx, &bot, &g, &after, &mut mg);
                     assert_eq!(got, want, "game {seed}, turn {turn}, after {c:?}");
                     compared += 1;
                     kinds[c.kind as usize] += 1;

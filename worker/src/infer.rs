@@ -157,6 +157,18 @@ pub fn run(a: Args) -> Result<()> {
     for w in post.leaves.iter().take(a.top) {
         println!("{:<8} {:>7.2}% {:>7.2}%", leave_text(&data.dist, &w.leave), 100.0 * w.weight, 100.0 * w.prior);
     }
+    // The log lists the mover's rack (self-play logs always do): then the read can be scored
+    // against the leave really kept.
+    let truth =
+        Some(t.mv.leave(&t.rack)).filter(|l| !t.rack.is_empty() && l.len() + t.mv.rack_tiles().count() == t.rack.len());
+    if let Some(truth) = &truth {
+        let (read, prior) = post.overlap(truth);
+        println!(
+            "\nthe leave really kept (from the log): {}; of its {} tiles a leave holds {read:.2} by the read, {prior:.2} by chance",
+            leave_text(&data.dist, truth),
+            truth.len()
+        );
+    }
     let compared = match a.simulate {
         Some(iterations) => {
             let sim = engine::sim::Simulator { ctx, leaves, table: &table, net: None };
@@ -166,6 +178,10 @@ pub fn run(a: Args) -> Result<()> {
     };
     if a.json {
         let mut j = json(&data.dist, &post, secs);
+        if let Some(truth) = &truth {
+            let (read, prior) = post.overlap(truth);
+            j["truth"] = serde_json::json!({ "leave": leave_text(&data.dist, truth).replace('-', ""), "overlap": read, "prior_overlap": prior });
+        }
         if let Some([blind, read]) = compared {
             j["best_without_read"] = blind.into();
             j["best_with_read"] = read.into();

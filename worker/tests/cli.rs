@@ -472,6 +472,12 @@ fn infer_reads_a_logged_turn_the_same_on_any_thread_count() {
         let letters: Vec<char> = s.chars().filter(|&c| c != '?').collect();
         assert!(letters.windows(2).all(|w| w[0] <= w[1]) && !s.trim_end_matches('?').contains('?'), "{s}");
     }
+    // The log lists the rack, so the read is scored against the leave really kept: EGIT.
+    let truth = &v["truth"];
+    assert_eq!(truth["leave"], "EGIT", "{out}");
+    let (read, chance) = (truth["overlap"].as_f64().unwrap(), truth["prior_overlap"].as_f64().unwrap());
+    assert!(chance > 0.0 && chance < read && read < 4.0, "{read} against {chance}");
+    assert!(out.contains("the leave really kept (from the log): EGIT"), "{out}");
     // A simulated read is the same on one thread and two.
     let strip = |v: &serde_json::Value| v["leaves"].clone();
     assert_eq!(strip(&run("sim", "1").1), strip(&run("sim", "2").1));
