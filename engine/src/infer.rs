@@ -104,6 +104,10 @@ pub struct InferConfig {
     /// Leaves drawn from the prior when sampling.
     pub draws: usize,
     pub seed: u64,
+    /// Leaves that leave the viewer the same rack share the viewer's replies (the default).
+    /// Off, each leave searches its own: the same posterior, slower; for checking the sharing
+    /// and measuring what it saves.
+    pub share_replies: bool,
 }
 
 impl Default for InferConfig {
@@ -118,6 +122,7 @@ impl Default for InferConfig {
             cover: 0.99,
             draws: 750,
             seed: 0,
+            share_replies: true,
         }
     }
 }
@@ -503,9 +508,7 @@ impl Inference<'_> {
                 .into_par_iter()
                 .map_init(
                     || (Generator::new(), StaticEval::new(self.leaves.clone())),
-                    |(mg, bot), i| {
-                        self.iteration(&sim, sims, &active, &hidden, derive(cfg.seed, i), cfg.plies, bot, mg)
-                    },
+                    |(mg, bot), i| self.iteration(&sim, sims, &active, &hidden, derive(cfg.seed, i), cfg, bot, mg),
                 )
                 .collect();
             for per_leave in &block {
@@ -543,20 +546,24 @@ impl Inference<'_> {
         active: &[bool],
         hidden: &[u8],
         seed: u64,
-        plies: usize,
+        cfg: &InferConfig,
         bot: &StaticEval,
         mg: &mut Generator,
     ) -> Vec<Option<Vec<f64>>> {
+        let (plies, share) = (cfg.plies, cfg.share_replies);
         let mut order = hidden.to_vec();
         Rng::new(seed).shuffle(&mut order);
-        let mut replies: FxHashMap<u64, Replies> = FxHashMap::default();
-        let mut memo: FxHashMap<(u64, Move), Move> = FxHashMap::default();
+        let mut replies: FxHashMap<(usize, u64), Replies> = FxHashMap::default();
+        let mut memo: FxHashMap<(usize, u64, Move), Move> = FxHashMap::default();
         sims.iter()
             .zip(active)
-            .map(|(m, &on)| {
+            .enumerate()
+            .map(|(k, (m, &on))| {
                 if !on {
                     return None;
                 }
+                // Whose replies these are: every leave's alike, or this leave's own.
+                let owner = if share { 0 } else { k };
                 let me = m.game.on_turn;
                 let mut tiles = order.clone();
                 for &t in &m.game.racks[me] {
@@ -564,12 +571,12 @@ impl Inference<'_> {
                     tiles.remove(k);
                 }
                 let deal = crate::sim::dealt(&m.game, &tiles, &[], tiles.len().min(RACK_SIZE), seed);
-                let viewer = rack_key(&deal.racks[1 - me]);
+                let viewer = (owner, rack_key(&deal.racks[1 - me]));
                 let out = m
                     .cands
                     .iter()
                     .map(|c| {
-                        let key = (viewer, move_key(c));
+                        let key = (viewer.0, viewer.1, move_key(c));
                         let mut reply = |after: &Game, mg: &mut Generator| {
                             // With the bag empty the reply's values depend on the leave's rack.
                             if after.bag.is_empty() {

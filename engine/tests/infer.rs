@@ -246,6 +246,51 @@ fn same_seed_same_posterior_on_one_and_two_threads() {
 }
 
 #[test]
+fn shared_replies_give_the_posterior_each_leave_gets_alone() {
+    // Leaves that leave the viewer the same rack share the viewer's replies; each leave
+    // searching its own must give the same posterior bit for bit (exchanges included).
+    let ctx = common::ctx(common::enable());
+    let (klv, table) = data();
+    let inf = Inference { ctx, leaves: Some(klv.clone()), table: &table };
+    let mut checked = [0; 2];
+    for (seed, kind) in (0..40).flat_map(|s| [(s, Kind::Place), (s, Kind::Exchange)]) {
+        let k = (kind == Kind::Exchange) as usize;
+        if checked[k] >= 2 {
+            continue;
+        }
+        let Some(g) =
+            play_until(ctx, &klv, seed, |g| g.history.len() >= 5 && g.history.last().unwrap().mv.kind == kind)
+        else {
+            continue;
+        };
+        let obs = observe(ctx, &View::new(&g, Knows::Nothing)).unwrap();
+        if obs.rack_len == obs.played.len() + obs.exchanged {
+            continue; // nothing kept: one leave, nothing to weigh
+        }
+        for plies in [1, 2] {
+            let c = InferConfig {
+                iterations: 20,
+                candidates: 10,
+                plies,
+                max_leaves: 60,
+                draws: 60,
+                seed,
+                ..InferConfig::default()
+            };
+            let shared = inf.infer(&obs, &c, None);
+            let alone = inf.infer(&obs, &InferConfig { share_replies: false, ..c }, None);
+            let bits =
+                |p: &Posterior| p.leaves.iter().map(|w| (w.leave.clone(), w.weight.to_bits())).collect::<Vec<_>>();
+            assert!(shared.leaves.len() > 1 && shared.iterations > 0);
+            assert_eq!(bits(&shared), bits(&alone), "seed {seed}, {plies} plies");
+            assert_eq!(shared.iterations, alone.iterations);
+        }
+        checked[k] += 1;
+    }
+    assert_eq!(checked, [2, 2], "placements and exchanges checked");
+}
+
+#[test]
 fn a_bot_cannot_see_hidden_tiles() {
     let ctx = common::ctx(common::enable());
     let (klv, table) = data();
