@@ -79,7 +79,7 @@ pub enum BotSpec {
 }
 
 /// The simulating bot's rack inference, spelled `infer=sim,tau=0.05,infer_iters=200,infer_k=8,
-/// infer_plies=2,max_leaves=750` (the defaults) plus `seq=1` for sequential inference.
+/// infer_plies=1,max_leaves=750` (the defaults) plus `seq=1` for sequential inference.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InferSpec {
     /// The inference's options (its seed is drawn each turn; leaves are drawn `max_leaves` at a

@@ -117,7 +117,9 @@ impl Default for InferConfig {
             tau: 0.05,
             iterations: 200,
             candidates: 8,
-            plies: 2,
+            // One ply reads the kept tiles as well as two, at a sixth of the cost
+            // (docs/BENCHMARKS.md, "Rack inference").
+            plies: 1,
             max_leaves: 750,
             cover: 0.99,
             draws: 750,

@@ -38,8 +38,10 @@ pub struct Args {
     /// The opponent's candidates per leave (their static top K, plus the move they made).
     #[arg(long, default_value_t = 8)]
     candidates: usize,
-    /// Plies of the mini-simulations.
-    #[arg(long, default_value_t = 2)]
+    /// Plies of the mini-simulations (one: the opponent's reply to each candidate, both
+    /// players' leaves counted; measured as good a read as two at a sixth of the cost,
+    /// docs/BENCHMARKS.md)
+    #[arg(long, default_value_t = 1)]
     plies: usize,
     /// Enumerate the leaves when there are at most this many distinct ones; else draw this
     /// many from the prior.
