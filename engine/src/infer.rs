@@ -632,36 +632,35 @@ fn softmax_at(scores: &[f64], at: usize, tau: f64) -> f64 {
 
 /// A rack as a map key: its sorted tiles, seven bits each.
 fn rack_key(rack: &[u8]) -> u64 {
-    let mut r = rack.to_vec();
+    let mut r = [0u8; RACK_SIZE];
+    let r = &mut r[..rack.len()];
+    r.copy_from_slice(rack);
     r.sort_unstable();
     r.iter().fold(r.len() as u64, |k, &t| k << 7 | t as u64)
 }
 
-/// A move as a map key: where it goes and what it places (its equity, which depends on the
-/// leave, left out; an exchange's tiles sorted).
+/// A move as a map key, equal for the same move whatever its equity (which depends on the
+/// leave): a placement by where it goes and what it places, an exchange by its sorted tiles.
 fn move_key(m: &Move) -> Move {
-    let mut k = Move { equity: 0, ..*m };
-    if k.kind == Kind::Exchange {
-        k.tiles[..k.len as usize].sort_unstable();
+    match m.kind {
+        Kind::Place => {
+            let mut k = Move { kind: Kind::Place, dir: m.dir, lane: m.lane, start: m.start, len: m.len, ..Move::PASS };
+            let start = m.start as usize;
+            k.tiles[start..start + m.len as usize].copy_from_slice(m.tiles());
+            k
+        }
+        Kind::Exchange => {
+            let mut thrown = m.tiles().to_vec();
+            thrown.sort_unstable();
+            Move::exchange(&thrown)
+        }
+        Kind::Pass => Move::PASS,
     }
-    k
 }
 
-/// The same move, whatever its equity (exchanges compared as sorted tiles).
+/// The same move, whatever its equity.
 fn same(a: &Move, b: &Move) -> bool {
-    if a.kind != b.kind {
-        return false;
-    }
-    match a.kind {
-        Kind::Place => a.dir == b.dir && a.lane == b.lane && a.start == b.start && a.tiles() == b.tiles(),
-        Kind::Exchange => {
-            let (mut x, mut y) = (a.tiles().to_vec(), b.tiles().to_vec());
-            x.sort_unstable();
-            y.sort_unstable();
-            x == y
-        }
-        Kind::Pass => true,
-    }
+    move_key(a) == move_key(b)
 }
 
 fn normalise(w: &mut [f64]) {

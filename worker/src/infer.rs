@@ -161,14 +161,12 @@ pub fn run(a: Args) -> Result<()> {
     }
     // The log lists the mover's rack (self-play logs always do): then the read can be scored
     // against the leave really kept.
-    let truth =
-        Some(t.mv.leave(&t.rack)).filter(|l| !t.rack.is_empty() && l.len() + t.mv.rack_tiles().count() == t.rack.len());
-    if let Some(truth) = &truth {
-        let (read, prior) = post.overlap(truth);
+    let truth = Some(t.mv.leave(&t.rack))
+        .filter(|l| !t.rack.is_empty() && l.len() + t.mv.rack_tiles().count() == t.rack.len())
+        .map(|l| (leave_text(&data.dist, &l), l.len(), post.overlap(&l)));
+    if let Some((kept, n, (read, prior))) = &truth {
         println!(
-            "\nthe leave really kept (from the log): {}; of its {} tiles a leave holds {read:.2} by the read, {prior:.2} by chance",
-            leave_text(&data.dist, truth),
-            truth.len()
+            "\nthe leave really kept (from the log): {kept}; of its {n} tiles a leave holds {read:.2} by the read, {prior:.2} by chance"
         );
     }
     let compared = match a.simulate {
@@ -180,9 +178,8 @@ pub fn run(a: Args) -> Result<()> {
     };
     if a.json {
         let mut j = json(&data.dist, &post, secs);
-        if let Some(truth) = &truth {
-            let (read, prior) = post.overlap(truth);
-            j["truth"] = serde_json::json!({ "leave": leave_text(&data.dist, truth).replace('-', ""), "overlap": read, "prior_overlap": prior });
+        if let Some((kept, _, (read, prior))) = &truth {
+            j["truth"] = serde_json::json!({ "leave": kept.replace('-', ""), "overlap": read, "prior_overlap": prior });
         }
         if let Some([blind, read]) = compared {
             j["best_without_read"] = blind.into();
