@@ -284,3 +284,53 @@ fn stuck_tiles_are_those_no_reference_play_places() {
     assert_eq!(checked, 44);
     assert!(seen_stuck >= 1);
 }
+
+/// The value one ply deep, by brute force: every move of the player on turn, a move going out
+/// valued exactly, any other by the horizon rule (spread, less the rack kept, plus the
+/// opponent's; and when exactly one side holds tiles no play places, those tiles' face value
+/// once more against it); and that stuck-tile term.
+fn one_ply_reference(ctx: Ctx, g: &Game, mg: &mut Generator) -> (i32, i32) {
+    let (me, opp) = (&g.racks[g.on_turn], &g.racks[1 - g.on_turn]);
+    let face = |tiles: &mut dyn Iterator<Item = u8>| tiles.map(|t| ctx.dist.score(t)).sum::<i32>();
+    let stuck = |rack: &[u8]| {
+        let stuck = engine::endgame::stuck(ctx, &g.board, rack);
+        (!stuck.is_empty()).then(|| face(&mut rack.iter().copied().filter(|t| stuck.contains(t))))
+    };
+    let term = match (stuck(me), stuck(opp)) {
+        (Some(mine), None) => -mine,
+        (None, Some(theirs)) => theirs,
+        _ => 0,
+    };
+    let (mine, theirs) = (face(&mut me.iter().copied()), face(&mut opp.iter().copied()));
+    let spread = g.scores[g.on_turn] - g.scores[1 - g.on_turn];
+    let leaves = RackLeaves::new(me, |_| 0);
+    let req = Request { board: &g.board, rack: me, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+    let best = mg.generate(ctx, &req, Mode::All).iter().map(|m| {
+        let kept = mine - face(&mut m.rack_tiles());
+        if m.tiles_used() == me.len() { spread + m.score + 2 * theirs } else { spread + m.score - kept + theirs + term }
+    });
+    (best.max().unwrap(), term)
+}
+
+#[test]
+fn a_horizon_counts_a_stuck_side_s_stuck_tiles_twice() {
+    let lex = common::enable();
+    let ctx = common::ctx(lex);
+    let solver = Solver::new(16 << 20);
+    let mut mg = Generator::new();
+    let bench = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/endgame-bench.cgp")).unwrap();
+    let bench = bench.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let bench = bench.map(|l| engine::cgp::Position::parse(l, ctx.dist).unwrap().into_game(&lex.kwg, ctx.dist, 0));
+    let (mut checked, mut mover_stuck, mut other_stuck) = (0, 0, 0);
+    for g in small_endgames(ctx, 60, 9, 5).into_iter().chain(bench).filter(|g| g.scoreless < 4) {
+        let (want, term) = one_ply_reference(ctx, &g, &mut mg);
+        solver.clear();
+        let got = solver.solve(ctx, &g, &Options { plies: Some(1), ..Options::default() }, &|_| {}).unwrap();
+        assert_eq!(got.value, want, "{}", engine::cgp::write(&g, ctx.dist));
+        checked += 1;
+        mover_stuck += (term < 0) as usize;
+        other_stuck += (term > 0) as usize;
+    }
+    assert!(checked >= 90, "{checked}");
+    assert!(mover_stuck >= 2 && other_stuck >= 2, "one side stuck: the mover {mover_stuck}, the other {other_stuck}");
+}

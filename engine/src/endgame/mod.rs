@@ -27,7 +27,7 @@ use crate::moves::{Kind, Move};
 use crate::rng::{Rng, mix};
 use crate::tiles::RACK_SIZE;
 use crate::tiles::{BLANK_BIT, letter_of};
-use plays::{LANES, Plays};
+use plays::{LANES, LaneBest, Plays};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -70,6 +70,13 @@ pub fn stuck(ctx: Ctx, board: &Board, rack: &[u8]) -> Vec<u8> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// The face value of the tiles of `rack` that no play places (`used`: bit `t` for each tile
+/// `t` some play places), or `None` when every tile can be played.
+fn stuck_value(dist: &crate::tiles::Distribution, rack: &Rack, used: u64) -> Option<i32> {
+    let stuck = rack.tiles().iter().filter(|&&t| used & 1 << t == 0);
+    stuck.clone().next().map(|_| stuck.map(|&t| dist.score(t)).sum())
 }
 
 impl Default for Options {
@@ -364,6 +371,9 @@ struct Search<'s> {
     moves: Vec<Vec<(i32, Move)>>,
     /// Triangular principal variation: `pv[ply]` is the best line found from that ply.
     pv: Vec<Vec<Move>>,
+    /// By ply, for a node two plies above the horizon: the opponent's best plays in each lane
+    /// (see [`Search::refuted`]), once asked for.
+    replies: Vec<Option<[LaneBest; LANES]>>,
     nodes: u64,
     /// Helpers jitter their move order.
     jitter: Option<Rng>,
@@ -382,6 +392,7 @@ impl<'s> Search<'s> {
             cross: CrossMemo::new(sh.ctx.kwg),
             moves: Vec::new(),
             pv: Vec::new(),
+            replies: Vec::new(),
             nodes: 0,
             jitter,
             stopped: false,
@@ -483,6 +494,13 @@ impl<'s> Search<'s> {
     ) -> (i32, bool) {
         match self.enter(head.hash, head.spread, depth, ply, alpha, beta) {
             Enter::Done(v, h) => (v, h),
+            Enter::Search(_)
+                if depth == 1
+                    && let Some(refuted) = self.refuted(node, mv, &head, ply - 1, beta) =>
+            {
+                self.pv[ply].clear();
+                refuted
+            }
             Enter::Search(tt_move) => {
                 let child = child.get_or_insert_with(|| self.build(node, mv, head));
                 self.expand(child, depth, ply, alpha, beta, tt_move)
@@ -495,6 +513,7 @@ impl<'s> Search<'s> {
         if self.pv.len() <= ply + 1 {
             self.pv.resize_with(ply + 2, Vec::new);
             self.moves.resize_with(ply + 2, Vec::new);
+            self.replies.resize(ply + 2, None);
         }
         self.pv[ply].clear();
         self.count_node();
@@ -529,6 +548,7 @@ impl<'s> Search<'s> {
             return self.frontier(node, ply, beta);
         }
         let alpha0 = alpha;
+        self.replies[ply] = None;
         let mut moves = std::mem::take(&mut self.moves[ply]);
         moves.clear();
         // The table's move first, found in its lane alone: it usually cuts, and then the other
@@ -609,10 +629,46 @@ impl<'s> Search<'s> {
         (best, horizon)
     }
 
+    /// Whether the frontier node `mv` leads to from `node` (at `ply`) would reach `beta` (from
+    /// its mover's view), told without building its board: the value `frontier` would give it
+    /// is at least what its mover's best plays in the lanes `mv` leaves as they were are worth
+    /// (those plays are the same after `mv`), and its stuck-tile term at least minus the tiles
+    /// none of those plays uses. Some((lower bound, solved)) when that reaches `beta`; solved
+    /// when going out alone does, as `frontier` says.
+    fn refuted(&mut self, node: &Node, mv: &Move, head: &Head, ply: usize, beta: i32) -> Option<(i32, bool)> {
+        if mv.kind != Kind::Place || head.scoreless + 1 >= MAX_SCORELESS_TURNS {
+            return None;
+        }
+        let (mover, opp) = (&head.racks[0], &head.racks[1]);
+        let lanes = match &self.replies[ply] {
+            Some(lanes) => lanes,
+            None => {
+                let lanes = self.plays.lane_bests(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, mover.tiles());
+                self.replies[ply].insert(lanes)
+            }
+        };
+        let touched = node.board.touched_by(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles());
+        let (mut keep, mut out, mut used) = (0, None::<i32>, 0);
+        for (_, l) in lanes.iter().enumerate().filter(|&(bit, _)| touched >> bit & 1 == 0) {
+            keep = keep.max(l.keep.unwrap_or(0));
+            out = out.max(l.out);
+            used |= l.used;
+        }
+        let base = head.spread + opp.value - mover.value;
+        let out = out.map(|w| base + w + opp.value);
+        if let Some(v) = out.filter(|&v| v >= beta) {
+            return Some((v, false));
+        }
+        let dist = self.sh.ctx.dist;
+        let keep = base + keep - stuck_value(dist, mover, used).unwrap_or(0);
+        (keep >= beta).then(|| (keep.max(out.unwrap_or(-INF)), true))
+    }
+
     /// A node one ply above the horizon, valued without building its children: a move that
     /// ends the game is scored exactly; any other gets the horizon value of the position after
-    /// it (spread, less the rack the mover keeps, plus the opponent's). Returns a solved lower
-    /// bound when a game-ending move alone reaches `beta`.
+    /// it (spread, less the rack the mover keeps, plus the opponent's, and the stuck-tile term
+    /// of [`Search::stuck_term`]). Returns a solved lower bound when a game-ending move alone
+    /// reaches `beta`.
     fn frontier(&mut self, node: &Node, ply: usize, beta: i32) -> (i32, bool) {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
         // A move worth w (score plus the tiles it plays) is valued base + w, going out base + w
@@ -624,8 +680,13 @@ impl<'s> Search<'s> {
             let best = self.plays.best(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, me.tiles(), opp.value);
             match best.out {
                 Some((m, w)) if base + w >= beta => (base + w, m, false),
-                // The pass is always there and never ends the game: a horizon value.
-                _ => (base + best.any.1, best.any.0, true),
+                out => {
+                    let keep = base + best.keep.1 + self.stuck_term(node, best.used);
+                    match out {
+                        Some((m, w)) if base + w >= keep => (base + w, m, true),
+                        _ => (keep, best.keep.0, true),
+                    }
+                }
             }
         };
         self.pv[ply].clear();
@@ -634,6 +695,23 @@ impl<'s> Search<'s> {
         let stored = (value - node.spread).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
         self.sh.table.put(node.hash, Entry { value: stored, depth: 1, bound, solved: !horizon, mv: fingerprint(&mv) });
         (value, horizon)
+    }
+
+    /// What stuck tiles add to a horizon value, from the mover's view: when one side holds
+    /// tiles no play on this board can place (`used`: the mover's tiles that some play places)
+    /// and the other does not, the other side is the one that goes out, so the stuck side's
+    /// stuck tiles count against it a second time. Judged here, one ply above the horizon,
+    /// not at the root: tiles get stuck as the board fills (the second U once the first is
+    /// played) and come free as it opens.
+    fn stuck_term(&mut self, node: &Node, used: u64) -> i32 {
+        let (me, opp) = (&node.racks[0], &node.racks[1]);
+        let theirs = self.plays.used(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, opp.tiles());
+        let dist = self.sh.ctx.dist;
+        match (stuck_value(dist, me, used), stuck_value(dist, opp, theirs)) {
+            (Some(mine), None) => -mine,
+            (None, Some(theirs)) => theirs,
+            _ => 0,
+        }
     }
 
     /// `frontier` when a scoreless move would end the game (five scoreless turns in a row):

@@ -39,12 +39,14 @@ fn rack_key(rack: &[u8]) -> u64 {
     sorted[..rack.len()].iter().fold(0, |k, &t| k << 8 | (t as u64 + 1))
 }
 
-/// One (lane, rack)'s plays: a range of `Plays::plays`, and the best of them for a frontier
-/// node (see [`Plays::best`]).
+/// One (lane, rack)'s plays: a range of `Plays::plays`, the rack tiles they use, and the best
+/// of them for a frontier node (see [`Plays::best`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct Lane {
     start: u32,
     end: u32,
+    /// Bit `t` set when some play here uses rack tile `t` (the blank is tile 0).
+    used: u64,
     /// Index and worth (score plus the tiles' face value) of the first best play that keeps a
     /// tile, and of the first best that goes out; `u32::MAX` when there is none.
     keep: (u32, i32),
@@ -59,11 +61,22 @@ fn better(best: &mut (u32, i32), at: u32, worth: i32) {
 }
 
 /// The best plays of a frontier node by worth (score plus the face value of the tiles played,
-/// plus a bonus for going out): the first best of all moves in `Plays::all`'s order, and of
-/// those going out.
+/// plus a bonus for going out), each the first best in `Plays::all`'s order: of the moves that
+/// keep a tile (the pass, worth 0, when no placement does), and of those going out; and the
+/// rack tiles some play uses.
 pub(super) struct Best {
-    pub any: (Move, i32),
+    pub keep: (Move, i32),
     pub out: Option<(Move, i32)>,
+    pub used: u64,
+}
+
+/// One lane's best plays for a rack, by worth: one keeping a tile, one going out (without the
+/// bonus for it); and the rack tiles the lane's plays use.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LaneBest {
+    pub keep: Option<i32>,
+    pub out: Option<i32>,
+    pub used: u64,
 }
 
 #[derive(Default)]
@@ -104,25 +117,59 @@ impl Plays {
         out_bonus: i32,
     ) -> Best {
         let lanes = self.lanes(mg, ctx, board, keys, rack, ALL_LANES);
-        let (mut any, mut out) = ((u32::MAX, 0), (u32::MAX, 0));
+        let (mut keep, mut out, mut used) = ((u32::MAX, 0), (u32::MAX, 0), 0);
         for l in &lanes {
-            let gone = (l.out.0, l.out.1 + out_bonus);
-            // Within a lane, the earlier of two equal plays.
-            let first = match (l.keep.0 == u32::MAX, gone.0 == u32::MAX) {
-                (true, true) => continue,
-                (false, true) => l.keep,
-                (true, false) => gone,
-                (false, false) if gone.1 > l.keep.1 || (gone.1 == l.keep.1 && gone.0 < l.keep.0) => gone,
-                (false, false) => l.keep,
-            };
-            better(&mut any, first.0, first.1);
-            if gone.0 != u32::MAX {
-                better(&mut out, gone.0, gone.1);
+            if l.keep.0 != u32::MAX {
+                better(&mut keep, l.keep.0, l.keep.1);
             }
+            if l.out.0 != u32::MAX {
+                better(&mut out, l.out.0, l.out.1 + out_bonus);
+            }
+            used |= l.used;
         }
         // The pass (worth 0) comes last: it is best only when nothing else is better.
-        let any = if any.0 == u32::MAX || any.1 < 0 { (Move::PASS, 0) } else { (self.plays[any.0 as usize], any.1) };
-        Best { any, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)) }
+        let keep =
+            if keep.0 == u32::MAX || keep.1 < 0 { (Move::PASS, 0) } else { (self.plays[keep.0 as usize], keep.1) };
+        Best { keep, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)), used }
+    }
+
+    /// The rack tiles some play of `rack` on `board` uses (bit `t` for tile `t`), or at least
+    /// all of the rack's tiles: lanes the memo holds are looked at first, and the others are
+    /// generated only when those leave a tile unplaced.
+    pub fn used(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8]) -> u64 {
+        let all = rack.iter().fold(0u64, |set, &t| set | 1 << t);
+        let rack_key = mix(rack_key(rack));
+        let (mut used, mut missing) = (0, 0);
+        for (bit, &key) in keys.iter().enumerate() {
+            let key = (key ^ rack_key) | 1;
+            match self.slots.get(key as usize & (SLOTS - 1)) {
+                Some((k, l)) if *k == key => used |= l.used,
+                _ => missing |= lane_bit(0, bit),
+            }
+            if used & all == all {
+                return used;
+            }
+        }
+        let lanes = self.lanes(mg, ctx, board, keys, rack, missing);
+        lanes.iter().fold(used, |used, l| used | l.used)
+    }
+
+    /// Each lane's best worths for `rack` on `board` (as in [`Plays::best`], going out without
+    /// its bonus) and the rack tiles its plays use.
+    pub fn lane_bests(
+        &mut self,
+        mg: &mut Generator,
+        ctx: Ctx,
+        board: &Board,
+        keys: &[u64; LANES],
+        rack: &[u8],
+    ) -> [LaneBest; LANES] {
+        let worth = |(at, w): (u32, i32)| if at == u32::MAX { None } else { Some(w) };
+        self.lanes(mg, ctx, board, keys, rack, ALL_LANES).map(|l| LaneBest {
+            keep: worth(l.keep),
+            out: worth(l.out),
+            used: l.used,
+        })
     }
 
     /// The move whose `fingerprint` is `fp`, if `rack` has it on `board`: looked for in its
@@ -190,6 +237,7 @@ impl Plays {
                 let at = self.plays.len() as u32;
                 let worth = m.score + m.rack_tiles().map(|t| ctx.dist.score(t)).sum::<i32>();
                 better(if m.tiles_used() == rack.len() { &mut l.out } else { &mut l.keep }, at, worth);
+                l.used |= m.rack_tiles().fold(0, |used, t| used | 1 << t);
                 self.plays.push(*m);
             }
             l.end = self.plays.len() as u32;
