@@ -197,36 +197,6 @@ impl Board {
         touched
     }
 
-    /// The lanes `place` would say it touched, without placing anything: `tiles` along `dir`
-    /// in `lane` from `start` must be a whole word (its ends beside empty squares or the edge).
-    pub fn touched_by(&self, dir: Dir, lane: usize, start: usize, tiles: &[u8]) -> u32 {
-        let other = 1 - dir;
-        let mut touched = lane_bit(dir, lane);
-        // The ends of the run through (`lane`, `pos`) along `other`, once a tile stands there.
-        let ends = |pos: usize| {
-            let run = &self.tiles[other][pos * DIM..pos * DIM + DIM];
-            let (mut lo, mut hi) = (lane, lane);
-            while lo > 0 && run[lo - 1] != 0 {
-                lo -= 1;
-            }
-            while hi + 1 < DIM && run[hi + 1] != 0 {
-                hi += 1;
-            }
-            (if lo > 0 { lane_bit(dir, lo - 1) } else { 0 }) | (if hi + 1 < DIM { lane_bit(dir, hi + 1) } else { 0 })
-        };
-        for (k, &t) in tiles.iter().enumerate() {
-            if t != 0 {
-                touched |= lane_bit(other, start + k) | ends(start + k);
-            }
-        }
-        if tiles.iter().any(|&t| t != 0) {
-            let end = start + tiles.len();
-            touched |= if start > 0 { lane_bit(other, start - 1) } else { 0 };
-            touched |= if end < DIM { lane_bit(other, end) } else { 0 };
-        }
-        touched
-    }
-
     /// Recompute the squares just before and after the run of tiles through `pos` in
     /// (`dir`, `lane`); the lanes (along `1 - dir`) those squares lie in.
     fn recompute_run_ends(

@@ -334,3 +334,45 @@ fn a_horizon_counts_a_stuck_side_s_stuck_tiles_twice() {
     assert!(checked >= 90, "{checked}");
     assert!(mover_stuck >= 2 && other_stuck >= 2, "one side stuck: the mover {mover_stuck}, the other {other_stuck}");
 }
+
+/// Depth-limited negamax with the solver's horizon rule at its last ply, by brute force; `None`
+/// where a last ply comes five scoreless turns into a row (the solver looks at each move there).
+fn limited_reference(ctx: Ctx, g: &Game, plies: u8, mg: &mut Generator) -> Option<i32> {
+    if g.is_over() {
+        return Some(g.scores[g.on_turn] - g.scores[1 - g.on_turn]);
+    }
+    if plies == 1 {
+        return (g.scoreless + 1 < 6).then(|| one_ply_reference(ctx, g, mg).0);
+    }
+    let rack = &g.racks[g.on_turn];
+    let leaves = RackLeaves::new(rack, |_| 0);
+    let req = Request { board: &g.board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+    let mut best = i32::MIN;
+    for mv in mg.generate(ctx, &req, Mode::All).to_vec() {
+        let mut child = g.clone();
+        child.play(ctx, &mv);
+        best = best.max(-limited_reference(ctx, &child, plies - 1, mg)?);
+    }
+    Some(best)
+}
+
+/// The solver's shortcuts at the horizon (frontier nodes valued without building their
+/// children, from the play memo's lane bests and tile masks) give the values of a plain
+/// depth-limited search.
+#[test]
+fn depth_limited_values_are_those_of_plain_negamax_with_the_same_horizon() {
+    let ctx = common::ctx(common::enable());
+    let solver = Solver::new(16 << 20);
+    let mut mg = Generator::new();
+    let mut checked = 0;
+    for g in small_endgames(ctx, 40, 8, 11) {
+        for plies in [2, 3] {
+            let Some(want) = limited_reference(ctx, &g, plies, &mut mg) else { continue };
+            solver.clear();
+            let got = solver.solve(ctx, &g, &Options { plies: Some(plies), ..Options::default() }, &|_| {}).unwrap();
+            assert_eq!(got.value, want, "{} plies: {}", plies, engine::cgp::write(&g, ctx.dist));
+            checked += 1;
+        }
+    }
+    assert!(checked >= 60, "{checked}");
+}

@@ -27,7 +27,7 @@ use crate::moves::{Kind, Move};
 use crate::rng::{Rng, mix};
 use crate::tiles::RACK_SIZE;
 use crate::tiles::{BLANK_BIT, letter_of};
-use plays::{LANES, LaneBest, Plays};
+use plays::{LANES, Plays};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -371,9 +371,6 @@ struct Search<'s> {
     moves: Vec<Vec<(i32, Move)>>,
     /// Triangular principal variation: `pv[ply]` is the best line found from that ply.
     pv: Vec<Vec<Move>>,
-    /// By ply, for a node two plies above the horizon: the opponent's best plays in each lane
-    /// (see [`Search::refuted`]), once asked for.
-    replies: Vec<Option<[LaneBest; LANES]>>,
     nodes: u64,
     /// Helpers jitter their move order.
     jitter: Option<Rng>,
@@ -392,7 +389,6 @@ impl<'s> Search<'s> {
             cross: CrossMemo::new(sh.ctx.kwg),
             moves: Vec::new(),
             pv: Vec::new(),
-            replies: Vec::new(),
             nodes: 0,
             jitter,
             stopped: false,
@@ -494,13 +490,6 @@ impl<'s> Search<'s> {
     ) -> (i32, bool) {
         match self.enter(head.hash, head.spread, depth, ply, alpha, beta) {
             Enter::Done(v, h) => (v, h),
-            Enter::Search(_)
-                if depth == 1
-                    && let Some(refuted) = self.refuted(node, mv, &head, ply - 1, beta) =>
-            {
-                self.pv[ply].clear();
-                refuted
-            }
             Enter::Search(tt_move) => {
                 let child = child.get_or_insert_with(|| self.build(node, mv, head));
                 self.expand(child, depth, ply, alpha, beta, tt_move)
@@ -513,7 +502,6 @@ impl<'s> Search<'s> {
         if self.pv.len() <= ply + 1 {
             self.pv.resize_with(ply + 2, Vec::new);
             self.moves.resize_with(ply + 2, Vec::new);
-            self.replies.resize(ply + 2, None);
         }
         self.pv[ply].clear();
         self.count_node();
@@ -548,7 +536,6 @@ impl<'s> Search<'s> {
             return self.frontier(node, ply, beta);
         }
         let alpha0 = alpha;
-        self.replies[ply] = None;
         let mut moves = std::mem::take(&mut self.moves[ply]);
         moves.clear();
         // The table's move first, found in its lane alone: it usually cuts, and then the other
@@ -627,41 +614,6 @@ impl<'s> Search<'s> {
         let value = (best - base).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
         self.sh.table.put(node.hash, Entry { value, depth, bound, solved: !horizon, mv: best_fp });
         (best, horizon)
-    }
-
-    /// Whether the frontier node `mv` leads to from `node` (at `ply`) would reach `beta` (from
-    /// its mover's view), told without building its board: the value `frontier` would give it
-    /// is at least what its mover's best plays in the lanes `mv` leaves as they were are worth
-    /// (those plays are the same after `mv`), and its stuck-tile term at least minus the tiles
-    /// none of those plays uses. Some((lower bound, solved)) when that reaches `beta`; solved
-    /// when going out alone does, as `frontier` says.
-    fn refuted(&mut self, node: &Node, mv: &Move, head: &Head, ply: usize, beta: i32) -> Option<(i32, bool)> {
-        if mv.kind != Kind::Place || head.scoreless + 1 >= MAX_SCORELESS_TURNS {
-            return None;
-        }
-        let (mover, opp) = (&head.racks[0], &head.racks[1]);
-        let lanes = match &self.replies[ply] {
-            Some(lanes) => lanes,
-            None => {
-                let lanes = self.plays.lane_bests(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, mover.tiles());
-                self.replies[ply].insert(lanes)
-            }
-        };
-        let touched = node.board.touched_by(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles());
-        let (mut keep, mut out, mut used) = (0, None::<i32>, 0);
-        for (_, l) in lanes.iter().enumerate().filter(|&(bit, _)| touched >> bit & 1 == 0) {
-            keep = keep.max(l.keep.unwrap_or(0));
-            out = out.max(l.out);
-            used |= l.used;
-        }
-        let base = head.spread + opp.value - mover.value;
-        let out = out.map(|w| base + w + opp.value);
-        if let Some(v) = out.filter(|&v| v >= beta) {
-            return Some((v, false));
-        }
-        let dist = self.sh.ctx.dist;
-        let keep = base + keep - stuck_value(dist, mover, used).unwrap_or(0);
-        (keep >= beta).then(|| (keep.max(out.unwrap_or(-INF)), true))
     }
 
     /// A node one ply above the horizon, valued without building its children: a move that

@@ -70,15 +70,6 @@ pub(super) struct Best {
     pub used: u64,
 }
 
-/// One lane's best plays for a rack, by worth: one keeping a tile, one going out (without the
-/// bonus for it); and the rack tiles the lane's plays use.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct LaneBest {
-    pub keep: Option<i32>,
-    pub out: Option<i32>,
-    pub used: u64,
-}
-
 #[derive(Default)]
 pub(super) struct Plays {
     /// A direct-mapped cache: slot `key & (SLOTS - 1)` holds (key, lane), the key mixing the
@@ -152,24 +143,6 @@ impl Plays {
         }
         let lanes = self.lanes(mg, ctx, board, keys, rack, missing);
         lanes.iter().fold(used, |used, l| used | l.used)
-    }
-
-    /// Each lane's best worths for `rack` on `board` (as in [`Plays::best`], going out without
-    /// its bonus) and the rack tiles its plays use.
-    pub fn lane_bests(
-        &mut self,
-        mg: &mut Generator,
-        ctx: Ctx,
-        board: &Board,
-        keys: &[u64; LANES],
-        rack: &[u8],
-    ) -> [LaneBest; LANES] {
-        let worth = |(at, w): (u32, i32)| if at == u32::MAX { None } else { Some(w) };
-        self.lanes(mg, ctx, board, keys, rack, ALL_LANES).map(|l| LaneBest {
-            keep: worth(l.keep),
-            out: worth(l.out),
-            used: l.used,
-        })
     }
 
     /// The move whose `fingerprint` is `fp`, if `rack` has it on `board`: looked for in its
