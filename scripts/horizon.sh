@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # How far depth-limited endgame values are from the exact ones, on seeded endgames where exactly
-# one side holds a tile it cannot play (what the horizon's stuck-tile term is for).
-#   [EXTRA=moves after the bag emptied, default 2] scripts/horizon.sh [WORKER] [COUNT] [PLIES...]
+# one side holds a tile it cannot play (what the horizon's stuck-tile term is for), or on all of
+# them with ONLY=any.
+#   [EXTRA=moves after the bag emptied, default 2] [ONLY=stuck|any] [TIME=exact solve's limit, s, default 30]
+#   scripts/horizon.sh [WORKER] [COUNT] [PLIES...]
 #   e.g. scripts/horizon.sh target/release/worker 400 2 3 4 5
 # Prints, per depth, the mean absolute error and the mean signed error against the exact value.
 set -euo pipefail
@@ -16,9 +18,11 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 declare -A abs sum
 while read -r cgp; do
-    stuck=$("$worker" endgame --cgp "$cgp" --plies 1 2>/dev/null | sed -n 's/^stuck: //p')
-    [[ $stuck =~ ^[^/]+/$ || $stuck =~ ^/[^/]+$ ]] || continue
-    out=$("$worker" endgame --cgp "$cgp" --time 30 2>/dev/null)
+    if [[ ${ONLY:-stuck} != any ]]; then
+        stuck=$("$worker" endgame --cgp "$cgp" --plies 1 2>/dev/null | sed -n 's/^stuck: //p')
+        [[ $stuck =~ ^[^/]+/$ || $stuck =~ ^/[^/]+$ ]] || continue
+    fi
+    out=$("$worker" endgame --cgp "$cgp" --time "${TIME:-30}" 2>/dev/null)
     grep -q '^exact: yes' <<< "$out" || continue
     exact=$(sed -n 's/^value: //p' <<< "$out")
     n=$((n + 1))
@@ -29,7 +33,7 @@ while read -r cgp; do
         sum[$p]=$(( ${sum[$p]:-0} + d ))
     done
 done < "$tmp/set.cgp"
-echo "$n positions with one side stuck, solved exactly"
+echo "$n positions (${ONLY:-stuck}), solved exactly"
 for p in "${plies[@]}"; do
     awk -v p="$p" -v a="${abs[$p]}" -v s="${sum[$p]}" -v n="$n" \
         'BEGIN { printf "%s plies: mean |error| %.2f points, mean error %+.2f\n", p, a / n, s / n }'
