@@ -139,12 +139,13 @@ async fn ctrl_c_finishes_or_releases_the_batch() -> Result<()> {
     submit(&coord.url, &token, &experiment_file(&dir.0, "m.toml", &MATCH.replace("games = 240", "games = 16000")))?;
     let pool = db.pool().await?;
     let sigint = |pid: u32| std::process::Command::new("kill").args(["-INT", &pid.to_string()]).status();
-    // Wait until `name` holds a lease on a long batch (200 pairs or more; the first few, sized
-    // while its rate is measured, may take milliseconds).
+    // Wait until `name` holds a lease on a long batch (20 pairs or more, which is about 4 s of
+    // work at any rate a test machine reaches; the first few, sized while its rate is measured,
+    // are a pair or two and may take milliseconds).
     let leased = async |name: &str| -> Result<Uuid> {
         let start = Instant::now();
         loop {
-            let row: Option<(Uuid,)> = sqlx::query_as("SELECT b.id FROM batches b JOIN workers w ON w.id = b.lease_owner WHERE w.name = $1 AND b.state = 'leased' AND b.units >= 200")
+            let row: Option<(Uuid,)> = sqlx::query_as("SELECT b.id FROM batches b JOIN workers w ON w.id = b.lease_owner WHERE w.name = $1 AND b.state = 'leased' AND b.units >= 20")
                 .bind(name)
                 .fetch_optional(&pool)
                 .await?;
