@@ -70,6 +70,12 @@ pub(super) struct Best {
     pub used: u64,
 }
 
+/// The memo's keys of each lane (its key `lane_keys`) with `rack`: never 0.
+fn slot_keys(lane_keys: &[u64; LANES], rack: &[u8]) -> [u64; LANES] {
+    let rack_key = mix(rack_key(rack));
+    lane_keys.map(|k| (k ^ rack_key) | 1)
+}
+
 #[derive(Default)]
 pub(super) struct Plays {
     /// A direct-mapped cache: slot `key & (SLOTS - 1)` holds (key, lane), the key mixing the
@@ -129,13 +135,11 @@ impl Plays {
     /// generated only when those leave a tile unplaced.
     pub fn used(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8]) -> u64 {
         let all = rack.iter().fold(0u64, |set, &t| set | 1 << t);
-        let rack_key = mix(rack_key(rack));
         let (mut used, mut missing) = (0, 0);
-        for (bit, &key) in keys.iter().enumerate() {
-            let key = (key ^ rack_key) | 1;
-            match self.slots.get(key as usize & (SLOTS - 1)) {
-                Some((k, l)) if *k == key => used |= l.used,
-                _ => missing |= lane_bit(0, bit),
+        for (bit, key) in slot_keys(keys, rack).into_iter().enumerate() {
+            match self.cached(key) {
+                Some(l) => used |= l.used,
+                None => missing |= lane_bit(0, bit),
             }
             if used & all == all {
                 return used;
@@ -164,6 +168,11 @@ impl Plays {
         self.plays[l.start as usize..l.end as usize].iter().find(|m| fingerprint(m) == fp).copied()
     }
 
+    /// The lane the memo holds under `key`, if it does.
+    fn cached(&self, key: u64) -> Option<Lane> {
+        self.slots.get(key as usize & (SLOTS - 1)).filter(|(k, _)| *k == key).map(|&(_, l)| l)
+    }
+
     /// The plays of each lane in `wanted` (the others are left empty), generating the (lane,
     /// rack) pairs not seen before.
     fn lanes(
@@ -180,16 +189,13 @@ impl Plays {
             self.slots.resize(SLOTS, (0, Lane::default()));
             self.plays.clear();
         }
-        let rack_key = mix(rack_key(rack));
-        let keys = keys.map(|k| (k ^ rack_key) | 1);
+        let keys = slot_keys(keys, rack);
         let mut lanes = [Lane::default(); LANES];
         let mut missing = 0u32;
         for (bit, &key) in keys.iter().enumerate().filter(|&(b, _)| wanted & lane_bit(0, b) != 0) {
-            let (k, l) = &self.slots[key as usize & (SLOTS - 1)];
-            if *k == key {
-                lanes[bit] = *l;
-            } else {
-                missing |= lane_bit(0, bit);
+            match self.cached(key) {
+                Some(l) => lanes[bit] = l,
+                None => missing |= lane_bit(0, bit),
             }
         }
         if missing == 0 {
