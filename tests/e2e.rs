@@ -139,16 +139,22 @@ async fn ctrl_c_finishes_or_releases_the_batch() -> Result<()> {
     submit(&coord.url, &token, &experiment_file(&dir.0, "m.toml", &MATCH.replace("games = 240", "games = 16000")))?;
     let pool = db.pool().await?;
     let sigint = |pid: u32| std::process::Command::new("kill").args(["-INT", &pid.to_string()]).status();
-    // Wait until `name` holds a lease on a long batch (20 pairs or more, which is about 4 s of
-    // work at any rate a test machine reaches; the first few, sized while its rate is measured,
-    // are a pair or two and may take milliseconds).
+    // Wait until `name` holds a lease on a long batch: at least 2 s of work at its cell's own
+    // pace (CPU seconds a pair, over the worker's threads). The first few, sized while the pace
+    // and the worker's rate are measured, may take milliseconds; a unit count alone is wrong on
+    // machines 10x apart.
     let leased = async |name: &str| -> Result<Uuid> {
         let start = Instant::now();
         loop {
-            let row: Option<(Uuid,)> = sqlx::query_as("SELECT b.id FROM batches b JOIN workers w ON w.id = b.lease_owner WHERE w.name = $1 AND b.state = 'leased' AND b.units >= 20")
-                .bind(name)
-                .fetch_optional(&pool)
-                .await?;
+            let row: Option<(Uuid,)> = sqlx::query_as(
+                "SELECT b.id FROM batches b JOIN workers w ON w.id = b.lease_owner JOIN cells c ON c.id = b.cell_id
+                 WHERE w.name = $1 AND b.state = 'leased'
+                   AND b.units * 2e-6 * ((c.tally->'micros'->>0)::float8 + (c.tally->'micros'->>1)::float8)
+                       / nullif((c.tally->>'games')::float8, 0) >= 2.0 * greatest(w.threads, 1)",
+            )
+            .bind(name)
+            .fetch_optional(&pool)
+            .await?;
             if let Some((b,)) = row {
                 return Ok(b);
             }

@@ -71,9 +71,7 @@ pub fn run(a: Args) -> Result<()> {
     let bar = ProgressBar::new(a.iterations).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} iterations  {per_sec}").expect("valid template"),
     );
-    if engine::movegen::word_map_on() {
-        data.ctx().kwg.word_map(); // built here, not inside the timed simulation
-    }
+    engine::movegen::prepare(data.ctx().kwg); // built here, not inside the timed simulation
     let start = Instant::now();
     let result = pool.install(|| sim.run(&game, &cfg, &|done| bar.set_position(done)));
     bar.finish_and_clear();

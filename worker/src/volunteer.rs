@@ -729,6 +729,7 @@ async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], qui
     let dist = engine::tiles::Distribution::load(need("distribution")?)?;
     let layout = engine::board::Layout::load(need("layout")?)?;
     let kwg = engine::lexicon::load_lexicon(need("lexicon")?, &dist)?;
+    engine::movegen::prepare(&kwg);
     let leaves = match paths.get("leaves") {
         Some(p) => Some(Arc::new(Klv::load(p)?)),
         None => None,
