@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Static self-play and rollouts side by side with MAGPIE (issue 16, point 3; docs/BENCHMARKS.md): the same
+# Static self-play, move generation and rollouts side by side with MAGPIE (issue 16, point 3; docs/BENCHMARKS.md): the same
 # word list (lexica/enable.txt) and leave table (lexica/enable.klv2), one thread, the engines
 # alternated ROUNDS times so that a busy machine slows both alike. Prints CPU seconds and games
 # per CPU-second for each run.
@@ -37,6 +37,22 @@ for r in $(seq "$ROUNDS"); do
   (cd "$MAGPIE" && /usr/bin/time -f %U -o "$T" bin/magpie autoplay games "$GAMES" -lex $LEX -threads 1 -seed "$SEED" >/dev/null)
   s=$(cat "$T")
   echo "round $r MAGPIE:  $GAMES games, $s CPU-s, $(rate "$s") games/CPU-s"
+done
+
+# Move generation: all moves and the best move on the same positions (docs/movegen-bench.cgp,
+# 35 racks of each class), one thread, engines alternated; each prints its median round. The
+# MAGPIE side is scripts/magpie-movegen.c, built here against the checkout's release objects.
+# Both must find the same number of moves in each class.
+MG=$MAGPIE/bin/lexhive-movegen
+if [[ ! -x $MG || scripts/magpie-movegen.c -nt $MG ]]; then
+  (cd "$MAGPIE" && ${CC:-gcc} -O3 -flto -march=native -DNDEBUG -I. -w -o "$MG" "$OLDPWD/scripts/magpie-movegen.c" \
+    $(find obj/release-b15-r7/src -name '*.o') -lm -pthread)
+fi
+for r in $(seq "$ROUNDS"); do
+  echo "round $r lexhive:"
+  "$W" bench-movegen --file docs/movegen-bench.cgp --rounds 5 | tail -n +3
+  echo "round $r MAGPIE:"
+  (cd "$MAGPIE" && "$MG" $LEX "$OLDPWD/docs/movegen-bench.cgp" 5)
 done
 
 # Rollouts: SIM_POSITIONS mid-game positions (40 tiles in the bag, from seeded static self-play),

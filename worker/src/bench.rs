@@ -273,7 +273,7 @@ fn stage(what: &str) -> ProgressBar {
     bar
 }
 
-fn request<'a>(g: &'a Game, leaves: &'a RackLeaves) -> Request<'a> {
+pub(crate) fn request<'a>(g: &'a Game, leaves: &'a RackLeaves) -> Request<'a> {
     Request {
         board: &g.board,
         rack: &g.racks[g.on_turn],

@@ -31,6 +31,23 @@ impl Data {
     pub fn ctx(&self) -> engine::movegen::Ctx<'_> {
         engine::movegen::Ctx { kwg: &self.kwg, dist: &self.dist, layout: &self.layout }
     }
+
+    /// The positions of a file of CGP lines (blank lines and `#` comments skipped), each with
+    /// its line number; an error names the file and line.
+    pub fn read_positions(&self, path: &Path) -> Result<Vec<(usize, engine::game::Game)>> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut games = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let pos = engine::cgp::Position::parse(line, &self.dist)
+                .map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), i + 1))?;
+            games.push((i + 1, pos.into_game(&self.kwg, &self.dist, 0)));
+        }
+        Ok(games)
+    }
 }
 
 #[derive(clap::Args, Debug, Clone)]

@@ -297,24 +297,13 @@ fn median(mut xs: Vec<f64>) -> String {
 /// `worker bench-endgame`: solve a fixed set of positions from a cold table at each thread
 /// count, with per-position times and the speedup over the first thread count.
 pub fn run_bench(a: BenchArgs) -> Result<()> {
-    use anyhow::Context;
     if a.threads.is_empty() || a.threads.contains(&0) {
         bail!("--threads: counts of at least 1");
     }
     let (_, table_bytes) = limits(None, a.table_mb)?;
     let data = a.data.load()?;
     let ctx = data.ctx();
-    let text = std::fs::read_to_string(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
-    let mut games = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let pos =
-            Position::parse(line, &data.dist).map_err(|e| anyhow::anyhow!("{}:{}: {e}", a.file.display(), i + 1))?;
-        games.push((i + 1, pos.into_game(&data.kwg, &data.dist, 0)));
-    }
+    let games = data.read_positions(&a.file)?;
     // Stuck tiles (on either rack) make a different, harder class of endgame: the targets
     // speak of stuck-tile-free ones, so the medians are given both ways.
     let stuck: Vec<String> = games.iter().map(|(_, g)| stuck_tiles(ctx, g)).collect();

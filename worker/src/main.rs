@@ -4,6 +4,7 @@
 
 mod autoplay;
 mod bench;
+mod bench_movegen;
 mod client;
 mod cnn;
 mod data;
@@ -79,6 +80,8 @@ enum Command {
     Wintable(wintable::Cmd),
     /// Measure move generation and self-play speed.
     Bench(bench::Args),
+    /// Time all-moves and best-move generation on a file of positions, by rack class.
+    BenchMovegen(bench_movegen::Args),
     /// The CNN evaluator: input frames, training streams.
     #[command(subcommand)]
     Cnn(cnn::Cmd),
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         Command::Autoplay(a) => autoplay::run(a),
         Command::Leaves(c) => leaves::run(c),
         Command::Bench(a) => bench::run(a),
+        Command::BenchMovegen(a) => bench_movegen::run(a),
         Command::Cnn(c) => cnn::run(c),
         Command::Wintable(c) => wintable::run(c),
         Command::Loadtest(a) => loadtest::run(a),

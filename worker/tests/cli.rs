@@ -208,6 +208,35 @@ fn bench_endgame_reports_every_position_at_every_thread_count() {
 }
 
 #[test]
+fn bench_movegen_counts_every_move_of_each_rack_class() {
+    // One position of each class from the benchmark file; the class totals must be the move
+    // lists `worker movegen --all` prints, position by position.
+    let bench =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/movegen-bench.cgp")).unwrap();
+    let lines: Vec<&str> = bench.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).collect();
+    let blanks = |l: &str| l.split_whitespace().nth(1).unwrap().split('/').next().unwrap().matches('?').count();
+    let file = temp("bench").join("movegen-three.cgp");
+    let mut picked = Vec::new();
+    for class in 0..3 {
+        picked.push(*lines.iter().find(|l| blanks(l) == class).expect("each class in the file"));
+    }
+    std::fs::write(&file, format!("# three positions\n{}\n", picked.join("\n"))).unwrap();
+    let o = worker(&["bench-movegen", "--file", file.to_str().unwrap(), "--rounds", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for (name, cgp) in ["no blank", "one blank", "two blanks"].iter().zip(&picked) {
+        let all = worker(&["movegen", "--all", "--cgp", cgp]);
+        assert!(all.status.success(), "{}", stderr(&all));
+        let moves = stdout(&all).lines().count();
+        assert!(out.contains(&format!("| {name} | 1 | {moves} | ")), "{name}: {moves} moves\n{out}");
+    }
+    std::fs::write(&file, "# one bad position\nnot a cgp\n").unwrap();
+    let o = worker(&["bench-movegen", "--file", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("movegen-three.cgp:2:"), "{}", stderr(&o));
+}
+
+#[test]
 fn leave_values_are_looked_up_and_impossible_leaves_refused() {
     let o = worker(&["leaves", "value", "QU", "?ERS"]);
     assert!(o.status.success(), "{}", stderr(&o));
