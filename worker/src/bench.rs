@@ -44,6 +44,7 @@ pub fn run(a: Args) -> Result<()> {
     let data = a.data.load()?;
     let Some(klv) = load_leaves(a.leaves.as_deref())?.map(Arc::new) else { bail!("no leave table: pass --leaves") };
     let ctx = data.ctx();
+    engine::movegen::prepare(ctx.kwg); // built here, not inside the first timed stage
     let mut mg = Generator::new();
 
     // Positions (with the static bot's leave values) from static-vs-static games.
