@@ -493,7 +493,8 @@ impl Generator {
     }
 
     /// Best tile score each square of the loaded lane admits from this rack, -1 where no rack
-    /// tile fits (occupied squares: unused).
+    /// tile fits (occupied squares: unused). A square beside board tiles in the lane admits
+    /// only letters some word has there (`extension`).
     fn caps(&self, ctx: Ctx) -> [i32; DIM] {
         let l = &self.lane;
         let blank = self.rack[0] > 0;
@@ -503,7 +504,13 @@ impl Generator {
                 continue;
             }
             let cross = l.cross[p] & ctx.dist.all_letters_mask();
+            let beside = (p > 0 && l.tiles[p - 1] != 0) || (p + 1 < DIM && l.tiles[p + 1] != 0);
             let mut fits = cross & self.rack_letters;
+            if beside {
+                fits = extension(ctx.kwg, &l.tiles, p, fits);
+            }
+            // A blank needs only some letter to fit: looked for among the rest only when no
+            // rack letter does.
             *c = if fits != 0 {
                 let mut best = 0;
                 while fits != 0 {
@@ -511,7 +518,7 @@ impl Generator {
                     fits &= fits - 1;
                 }
                 best
-            } else if blank && cross != 0 {
+            } else if blank && cross != 0 && (!beside || extension(ctx.kwg, &l.tiles, p, cross) != 0) {
                 0
             } else {
                 -1
@@ -1104,6 +1111,41 @@ impl Generator {
     }
 }
 
+/// The letters of `want` that some word allows on empty square `p` of a lane, given the runs
+/// of board tiles beside it in the lane. From the GADDAG, whose paths include every word's
+/// letters up to any point read backwards: a letter may stand before a run if the run read
+/// backwards leads on to it, and after a run if the letter, then the run read backwards, is a
+/// path.
+fn extension(kwg: &Kwg, tiles: &[u8; DIM], p: usize, want: u64) -> u64 {
+    // Follow the letters of `tiles[a..b]` backwards from `list`: the list reached, if any.
+    let backwards = |mut list: u32, a: usize, b: usize| {
+        for q in (a..b).rev() {
+            list = kwg.arc(kwg.child(list, letter_of(tiles[q]))?);
+        }
+        Some(list)
+    };
+    let lo = (0..p).rev().take_while(|&q| tiles[q] != 0).last().unwrap_or(p);
+    let hi = (p + 1..DIM).take_while(|&q| tiles[q] != 0).last().map_or(p, |q| q);
+    let mut list = kwg.gaddag_root();
+    let mut letters = want;
+    if hi > p {
+        list = backwards(list, p + 1, hi + 1).unwrap_or(0);
+        letters &= kwg.letters(list);
+    }
+    if lo < p {
+        let mut after = 0;
+        while letters != 0 {
+            let t = letters.trailing_zeros() as u8;
+            letters &= letters - 1;
+            if kwg.child(list, t).is_some_and(|n| backwards(kwg.arc(n), lo, p).is_some()) {
+                after |= 1 << t;
+            }
+        }
+        letters = after;
+    }
+    letters
+}
+
 /// The letters of the board's tiles in `lo..=hi`, sorted, and how many.
 fn sorted_through(tiles: &[u8; DIM], lo: usize, hi: usize) -> ([u8; DIM], usize) {
     let (mut through, mut n) = ([0u8; DIM], 0);
@@ -1223,4 +1265,56 @@ fn empty_squares(tiles: &[u8; DIM], left_limit: usize, a: usize) -> ([usize; DIM
     }
     let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
     (empties, m, ai)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `extension` against its definition: a letter may stand between the runs beside a square
+    /// when some word holds the runs with the letter between them, contiguous.
+    #[test]
+    fn extension_admits_exactly_the_letters_some_word_has_there() {
+        let words: Vec<Vec<u8>> =
+            ["CAT", "CATS", "SCAT", "ACTS", "TACT", "AT", "TA", "AS", "QI", "QAT", "STAT", "ASCOT"]
+                .iter()
+                .map(|w| w.bytes().map(|b| b - b'A' + 1).collect())
+                .collect();
+        let kwg = Kwg::build(&words).unwrap();
+        // Every run that occurs in some word, and the empty run, on either side of square 5.
+        let mut runs: Vec<Vec<u8>> = vec![vec![]];
+        for w in &words {
+            for a in 0..w.len() {
+                for b in a + 1..=w.len().min(a + 4) {
+                    runs.push(w[a..b].to_vec());
+                }
+            }
+        }
+        runs.sort();
+        runs.dedup();
+        let p = 5;
+        let mut checked = 0;
+        for left in &runs {
+            for right in &runs {
+                if left.is_empty() && right.is_empty() {
+                    continue;
+                }
+                let mut tiles = [0u8; DIM];
+                tiles[p - left.len()..p].copy_from_slice(left);
+                tiles[p + 1..p + 1 + right.len()].copy_from_slice(right);
+                let want = (1..=26u64).fold(0, |m, t| m | 1 << t);
+                let got = extension(&kwg, &tiles, p, want);
+                let expected = (1..=26u8).fold(0u64, |m, t| {
+                    let pattern: Vec<u8> = left.iter().copied().chain([t]).chain(right.iter().copied()).collect();
+                    let held = words.iter().any(|w| w.windows(pattern.len()).any(|x| x == pattern));
+                    if held { m | 1 << t } else { m }
+                });
+                assert_eq!(got, expected, "left {left:?} right {right:?}");
+                // Only letters asked about are answered.
+                assert_eq!(extension(&kwg, &tiles, p, want & !(1 << 20)), expected & !(1 << 20));
+                checked += 1;
+            }
+        }
+        assert!(checked > 500, "{checked} lanes");
+    }
 }
