@@ -1125,7 +1125,7 @@ fn extension(kwg: &Kwg, tiles: &[u8; DIM], p: usize, want: u64) -> u64 {
         Some(list)
     };
     let lo = (0..p).rev().take_while(|&q| tiles[q] != 0).last().unwrap_or(p);
-    let hi = (p + 1..DIM).take_while(|&q| tiles[q] != 0).last().map_or(p, |q| q);
+    let hi = (p + 1..DIM).take_while(|&q| tiles[q] != 0).last().unwrap_or(p);
     let mut list = kwg.gaddag_root();
     let mut letters = want;
     if hi > p {
