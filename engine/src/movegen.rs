@@ -340,10 +340,10 @@ impl Generator {
                 if !self.lane.anchor.contains(&true) {
                     continue;
                 }
-                let caps = if self.best_n.is_some() { self.caps(ctx) } else { [0; DIM] };
+                let runs = Runs::of(&self.lane.tiles, &self.scores);
+                let caps = if self.best_n.is_some() { self.caps(ctx, &runs) } else { [0; DIM] };
                 self.lane.caps = caps;
                 self.lanes[dir * DIM + lane_no].caps = caps;
-                let runs = Runs::of(&self.lane.tiles, &self.scores);
                 let mut left_limit = 0;
                 for a in 0..DIM {
                     if self.lane.anchor[a] {
@@ -495,7 +495,7 @@ impl Generator {
     /// Best tile score each square of the loaded lane admits from this rack, -1 where no rack
     /// tile fits (occupied squares: unused). A square beside board tiles in the lane admits
     /// only letters some word has there (`extension`).
-    fn caps(&self, ctx: Ctx) -> [i32; DIM] {
+    fn caps(&self, ctx: Ctx, runs: &Runs) -> [i32; DIM] {
         let l = &self.lane;
         let blank = self.rack[0] > 0;
         let mut cap = [0i32; DIM];
@@ -507,7 +507,7 @@ impl Generator {
             let beside = (p > 0 && l.tiles[p - 1] != 0) || (p + 1 < DIM && l.tiles[p + 1] != 0);
             let mut fits = cross & self.rack_letters;
             if beside {
-                fits = extension(ctx.kwg, &l.tiles, p, fits);
+                fits = extension(ctx.kwg, &l.tiles, runs, p, fits);
             }
             // A blank needs only some letter to fit: looked for among the rest only when no
             // rack letter does.
@@ -518,7 +518,7 @@ impl Generator {
                     fits &= fits - 1;
                 }
                 best
-            } else if blank && cross != 0 && (!beside || extension(ctx.kwg, &l.tiles, p, cross) != 0) {
+            } else if blank && cross != 0 && (!beside || extension(ctx.kwg, &l.tiles, runs, p, cross) != 0) {
                 0
             } else {
                 -1
@@ -1112,11 +1112,11 @@ impl Generator {
 }
 
 /// The letters of `want` that some word allows on empty square `p` of a lane, given the runs
-/// of board tiles beside it in the lane. From the GADDAG, whose paths include every word's
+/// of board tiles beside it in the lane (`runs`: the lane's). From the GADDAG, whose paths include every word's
 /// letters up to any point read backwards: a letter may stand before a run if the run read
 /// backwards leads on to it, and after a run if the letter, then the run read backwards, is a
 /// path.
-fn extension(kwg: &Kwg, tiles: &[u8; DIM], p: usize, want: u64) -> u64 {
+fn extension(kwg: &Kwg, tiles: &[u8; DIM], runs: &Runs, p: usize, want: u64) -> u64 {
     // Follow the letters of `tiles[a..b]` backwards from `list`: the list reached, if any.
     let backwards = |mut list: u32, a: usize, b: usize| {
         for q in (a..b).rev() {
@@ -1124,8 +1124,7 @@ fn extension(kwg: &Kwg, tiles: &[u8; DIM], p: usize, want: u64) -> u64 {
         }
         Some(list)
     };
-    let lo = (0..p).rev().take_while(|&q| tiles[q] != 0).last().unwrap_or(p);
-    let hi = (p + 1..DIM).take_while(|&q| tiles[q] != 0).last().unwrap_or(p);
+    let (lo, hi) = (runs.lo[p], runs.hi[p]);
     let mut list = kwg.gaddag_root();
     let mut letters = want;
     if hi > p {
@@ -1303,7 +1302,8 @@ mod tests {
                 tiles[p - left.len()..p].copy_from_slice(left);
                 tiles[p + 1..p + 1 + right.len()].copy_from_slice(right);
                 let want = (1..=26u64).fold(0, |m, t| m | 1 << t);
-                let got = extension(&kwg, &tiles, p, want);
+                let runs = Runs::of(&tiles, &[0; 256]);
+                let got = extension(&kwg, &tiles, &runs, p, want);
                 let expected = (1..=26u8).fold(0u64, |m, t| {
                     let pattern: Vec<u8> = left.iter().copied().chain([t]).chain(right.iter().copied()).collect();
                     let held = words.iter().any(|w| w.windows(pattern.len()).any(|x| x == pattern));
@@ -1311,7 +1311,7 @@ mod tests {
                 });
                 assert_eq!(got, expected, "left {left:?} right {right:?}");
                 // Only letters asked about are answered.
-                assert_eq!(extension(&kwg, &tiles, p, want & !(1 << 20)), expected & !(1 << 20));
+                assert_eq!(extension(&kwg, &tiles, &runs, p, want & !(1 << 20)), expected & !(1 << 20));
                 checked += 1;
             }
         }
