@@ -207,23 +207,43 @@ impl Board {
         cross: &mut impl CrossSets,
         dist: &Distribution,
     ) -> u32 {
+        let (before, after) = self.run_ends(dir, lane, pos, pos);
+        let mut touched = 0;
+        for end in before.into_iter().chain(after) {
+            self.recompute_square(dir, lane, end, cross, dist);
+            touched |= lane_bit(1 - dir, end);
+        }
+        touched
+    }
+
+    /// The empty squares just before `lo` and just after `hi` along (`dir`, `lane`), past
+    /// the board's tiles, where the board has them.
+    fn run_ends(&self, dir: Dir, lane: usize, mut lo: usize, mut hi: usize) -> (Option<usize>, Option<usize>) {
         let tiles = &self.tiles[dir][lane * DIM..lane * DIM + DIM];
-        let mut lo = pos;
         while lo > 0 && tiles[lo - 1] != 0 {
             lo -= 1;
         }
-        let mut hi = pos;
         while hi + 1 < DIM && tiles[hi + 1] != 0 {
             hi += 1;
         }
-        let mut touched = 0;
-        if lo > 0 {
-            self.recompute_square(dir, lane, lo - 1, cross, dist);
-            touched |= lane_bit(1 - dir, lo - 1);
+        (lo.checked_sub(1), (hi + 1 < DIM).then_some(hi + 1))
+    }
+
+    /// The lanes `place` would say it touched, for the same play, without placing it: the
+    /// lanes whose `lane_key` may change.
+    pub fn touched_by(&self, dir: Dir, lane: usize, start: usize, tiles: &[u8]) -> u32 {
+        let other = 1 - dir;
+        let ends = |(before, after): (Option<usize>, Option<usize>), along: Dir| {
+            before.into_iter().chain(after).fold(0, |t, end| t | lane_bit(along, end))
+        };
+        let mut touched = lane_bit(dir, lane);
+        for (k, _) in tiles.iter().enumerate().filter(|&(_, &t)| t != 0) {
+            // Only the new tile joins this cross lane's run.
+            touched |= lane_bit(other, start + k) | ends(self.run_ends(other, start + k, lane, lane), dir);
         }
-        if hi + 1 < DIM {
-            self.recompute_square(dir, lane, hi + 1, cross, dist);
-            touched |= lane_bit(1 - dir, hi + 1);
+        if tiles.iter().any(|&t| t != 0) {
+            // After the play its whole span holds tiles.
+            touched |= ends(self.run_ends(dir, lane, start, start + tiles.len() - 1), other);
         }
         touched
     }

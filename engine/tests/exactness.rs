@@ -149,8 +149,8 @@ fn word_map_best_moves_equal_graph_search() {
 
 /// `Board::changed_lanes` is what the shared replies of the simulator rest on, and lane keys
 /// what the endgame's play cache rests on: after any move, the plays in every lane it does not
-/// name are the same, with the same scores, as before; `place` names at least those lanes, and
-/// a lane's key changes exactly when the lane does.
+/// name are the same, with the same scores, as before; `place` names at least those lanes,
+/// `touched_by` foresees the same lanes, and a lane's key changes exactly when the lane does.
 #[test]
 fn plays_outside_the_changed_lanes_are_unchanged() {
     let lex = enable();
@@ -169,7 +169,9 @@ fn plays_outside_the_changed_lanes_are_unchanged() {
         for m in played.iter().take(6) {
             let mut after = board.clone();
             let tiles = &m.tiles[m.start as usize..(m.start + m.len) as usize];
+            let foreseen = board.touched_by(m.dir(), m.lane as usize, m.start as usize, tiles);
             let touched = after.place(m.dir(), m.lane as usize, m.start as usize, tiles, &lex.kwg, dist());
+            assert_eq!(foreseen, touched, "touched_by foresees what place touches, after {m:?}");
             let changed = after.changed_lanes(board);
             assert_ne!(changed, 0);
             assert_eq!(changed & !touched, 0, "place names every lane it changed");

@@ -102,8 +102,9 @@ impl Plays {
         &self.out
     }
 
-    /// The best moves by worth, going out earning `out_bonus` more: what a scan of `all` would
-    /// find first, without listing the moves.
+    /// The best moves by worth in the lanes `wanted`, going out earning `out_bonus` more: what a
+    /// scan of `all` would find first (when all lanes are wanted), without listing the moves.
+    #[allow(clippy::too_many_arguments)]
     pub fn best(
         &mut self,
         mg: &mut Generator,
@@ -112,10 +113,11 @@ impl Plays {
         keys: &[u64; LANES],
         rack: &[u8],
         out_bonus: i32,
+        wanted: u32,
     ) -> Best {
-        let lanes = self.lanes(mg, ctx, board, keys, rack, ALL_LANES);
+        let lanes = self.lanes(mg, ctx, board, keys, rack, wanted);
         let (mut keep, mut out, mut used) = ((u32::MAX, 0), (u32::MAX, 0), 0);
-        for l in &lanes {
+        for (_, l) in lanes.iter().enumerate().filter(|&(bit, _)| wanted & lane_bit(0, bit) != 0) {
             if l.keep.0 != u32::MAX {
                 better(&mut keep, l.keep.0, l.keep.1);
             }

@@ -103,9 +103,37 @@ impl Table {
         {
             return;
         }
+        self.write(i, key, e);
+    }
+
+    /// Store only where no entry is, for results worth less than any other.
+    #[inline]
+    pub fn put_if_vacant(&self, key: u64, e: Entry) {
+        let i = 2 * (key as usize & self.mask);
+        if self.slots[i + 1].load(Relaxed) & OCCUPIED == 0 {
+            self.write(i, key, e);
+        }
+    }
+
+    #[inline]
+    fn write(&self, i: usize, key: u64, e: Entry) {
         let data = e.pack();
         self.slots[i].store(key ^ data, Relaxed);
         self.slots[i + 1].store(data, Relaxed);
+    }
+
+    /// Start fetching `key`'s slot into the cache, for a `get` soon after.
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let slot = self.slots[2 * (key as usize & self.mask)].as_ptr() as *const i8;
+            // SAFETY: a prefetch is a hint that reads nothing; SSE is part of every x86-64.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(slot) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = key;
     }
 
     /// Forget everything (a new position set, or a benchmark from cold).
@@ -130,6 +158,19 @@ mod tests {
         assert_eq!(t.get(7), None);
         t.clear();
         assert_eq!(t.get(42), None);
+    }
+
+    #[test]
+    fn a_vacant_put_never_evicts() {
+        let t = Table::with_bytes(1 << 16);
+        let deep = Entry { value: 7, depth: 6, bound: Bound::Exact, solved: false, mv: 3 };
+        let shallow = Entry { value: 1, depth: 1, bound: Bound::Lower, solved: false, mv: 0 };
+        t.put(5, deep);
+        t.put_if_vacant(5 + t.entries() as u64, shallow);
+        t.put_if_vacant(5, shallow);
+        assert_eq!(t.get(5), Some(deep));
+        t.put_if_vacant(6, shallow);
+        assert_eq!(t.get(6), Some(shallow));
     }
 
     #[test]
