@@ -1112,10 +1112,10 @@ impl Generator {
 }
 
 /// The letters of `want` that some word allows on empty square `p` of a lane, given the runs
-/// of board tiles beside it in the lane (`runs`: the lane's). From the GADDAG, whose paths include every word's
-/// letters up to any point read backwards: a letter may stand before a run if the run read
-/// backwards leads on to it, and after a run if the letter, then the run read backwards, is a
-/// path.
+/// of board tiles beside it in the lane (`runs`: the lane's). From the GADDAG, whose paths
+/// include every word's letters up to any point read backwards: a letter may stand before a
+/// run if the run read backwards leads on to it, and after a run if the letter, then the run
+/// read backwards, is a path.
 fn extension(kwg: &Kwg, tiles: &[u8; DIM], runs: &Runs, p: usize, want: u64) -> u64 {
     // Follow the letters of `tiles[a..b]` backwards from `list`: the list reached, if any.
     let backwards = |mut list: u32, a: usize, b: usize| {

@@ -117,7 +117,7 @@ impl Plays {
     ) -> Best {
         let lanes = self.lanes(mg, ctx, board, keys, rack, wanted);
         let (mut keep, mut out, mut used) = ((u32::MAX, 0), (u32::MAX, 0), 0);
-        for (_, l) in lanes.iter().enumerate().filter(|&(bit, _)| wanted & lane_bit(0, bit) != 0) {
+        for l in (0..LANES).filter(|&bit| wanted & lane_bit(0, bit) != 0).map(|bit| &lanes[bit]) {
             if l.keep.0 != u32::MAX {
                 better(&mut keep, l.keep.0, l.keep.1);
             }
