@@ -763,6 +763,12 @@ impl Generator {
         }
         let letters = kwg.letters(list);
         let mut playable = letters & allowed;
+        let mut ahead = playable;
+        while ahead != 0 {
+            let t = ahead.trailing_zeros();
+            ahead &= ahead - 1;
+            kwg.prefetch(kwg.arc(kwg.nth(list, letters & ((1u64 << t) - 1))));
+        }
         while playable != 0 {
             let t = playable.trailing_zeros() as u8;
             playable &= playable - 1;
