@@ -23,5 +23,6 @@ pub mod stats;
 pub mod tiles;
 pub mod view;
 pub mod winpct;
+mod zeroed;
 
 pub use error::DataError;

@@ -16,6 +16,7 @@ use crate::leaves::RackLeaves;
 use crate::movegen::{ALL_LANES, Ctx, Generator, Mode, Request};
 use crate::moves::{Kind, Move};
 use crate::rng::mix;
+use crate::zeroed::Zeroed;
 
 /// Lanes on the board, and so keys per position.
 pub(super) const LANES: usize = 2 * DIM;
@@ -82,7 +83,8 @@ pub(super) struct Plays {
     /// lane's and the rack's (never 0, so an empty slot matches nothing). A search reads
     /// thirty of these per node, mostly out of cache; one load each, all independent, lets the
     /// processor overlap them.
-    slots: Vec<(u64, Lane)>,
+    /// On huge pages where the system has them (see `Zeroed`); made on first use.
+    slots: Option<Zeroed<(u64, Lane)>>,
     plays: Vec<Move>,
     /// The last answer of `all`.
     out: Vec<Move>,
@@ -172,7 +174,8 @@ impl Plays {
 
     /// The lane the memo holds under `key`, if it does.
     fn cached(&self, key: u64) -> Option<Lane> {
-        self.slots.get(key as usize & (SLOTS - 1)).filter(|(k, _)| *k == key).map(|&(_, l)| l)
+        let slots = self.slots.as_ref()?;
+        Some(slots[key as usize & (SLOTS - 1)]).filter(|(k, _)| *k == key).map(|(_, l)| l)
     }
 
     /// The plays of each lane in `wanted` (the others are left empty), generating the (lane,
@@ -186,10 +189,17 @@ impl Plays {
         rack: &[u8],
         wanted: u32,
     ) -> [Lane; LANES] {
-        if self.plays.len() > MAX_PLAYS || self.slots.is_empty() {
-            self.slots.clear();
-            self.slots.resize(SLOTS, (0, Lane::default()));
-            self.plays.clear();
+        match &mut self.slots {
+            None => {
+                // SAFETY: all-zero is a valid (key, lane): integers, and key 0 marks it empty.
+                self.slots = Some(unsafe { Zeroed::new(SLOTS) });
+                self.plays.clear();
+            }
+            Some(slots) if self.plays.len() > MAX_PLAYS => {
+                slots.fill((0, Lane::default()));
+                self.plays.clear();
+            }
+            Some(_) => {}
         }
         let keys = slot_keys(keys, rack);
         let mut lanes = [Lane::default(); LANES];
@@ -223,7 +233,7 @@ impl Plays {
             }
             l.end = self.plays.len() as u32;
             lanes[bit] = l;
-            self.slots[keys[bit] as usize & (SLOTS - 1)] = (keys[bit], l);
+            self.slots.as_mut().expect("made above")[keys[bit] as usize & (SLOTS - 1)] = (keys[bit], l);
         }
         lanes
     }

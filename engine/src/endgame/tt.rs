@@ -6,6 +6,7 @@
 //! a miss, so no locks are needed. The full 64-bit key is checked, so positions that share a
 //! slot (type-1 collisions) are told apart by the key bits above the index.
 
+use crate::zeroed::Zeroed;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// What a stored value says about the true value.
@@ -60,7 +61,8 @@ impl Entry {
 }
 
 pub struct Table {
-    slots: Box<[AtomicU64]>,
+    /// On huge pages where the system has them (see `Zeroed`).
+    slots: Zeroed<AtomicU64>,
     mask: usize,
 }
 
@@ -74,7 +76,8 @@ impl Table {
         while n.checked_mul(2 * ENTRY_BYTES).is_some_and(|b| b <= bytes) {
             n *= 2;
         }
-        Self { slots: (0..2 * n).map(|_| AtomicU64::new(0)).collect(), mask: n - 1 }
+        // SAFETY: zero is a valid AtomicU64 (and an empty slot).
+        Self { slots: unsafe { Zeroed::new(2 * n) }, mask: n - 1 }
     }
 
     pub fn entries(&self) -> usize {
