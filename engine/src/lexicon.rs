@@ -95,12 +95,14 @@ impl Kwg {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let at = (list as usize).min(self.nodes.len() - 1);
-            // SAFETY: a prefetch is a hint that reads nothing, and `at` is in bounds of both
-            // arrays (one entry per node); SSE is part of every x86-64.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(self.letters.as_ptr().add(at) as *const i8);
-                _mm_prefetch::<_MM_HINT_T0>(self.nodes.as_ptr().add(at) as *const i8);
+            let at = list as usize;
+            if at < self.nodes.len() && at < self.letters.len() {
+                // SAFETY: `at` is in bounds of both arrays, and a prefetch is a hint that reads
+                // nothing; SSE is part of every x86-64.
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T0>(self.letters.as_ptr().add(at) as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(self.nodes.as_ptr().add(at) as *const i8);
+                }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]

@@ -233,7 +233,9 @@ impl Plays {
             }
             l.end = self.plays.len() as u32;
             lanes[bit] = l;
-            self.slots.as_mut().expect("made above")[keys[bit] as usize & (SLOTS - 1)] = (keys[bit], l);
+            if let Some(slots) = &mut self.slots {
+                slots[keys[bit] as usize & (SLOTS - 1)] = (keys[bit], l);
+            }
         }
         lanes
     }
