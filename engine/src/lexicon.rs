@@ -92,21 +92,10 @@ impl Kwg {
     /// fetching a node's children together overlaps them.
     #[inline]
     pub fn prefetch(&self, list: u32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let at = list as usize;
-            if at < self.nodes.len() && at < self.letters.len() {
-                // SAFETY: `at` is in bounds of both arrays, and a prefetch is a hint that reads
-                // nothing; SSE is part of every x86-64.
-                unsafe {
-                    _mm_prefetch::<_MM_HINT_T0>(self.letters.as_ptr().add(at) as *const i8);
-                    _mm_prefetch::<_MM_HINT_T0>(self.nodes.as_ptr().add(at) as *const i8);
-                }
-            }
+        if let (Some(letters), Some(node)) = (self.letters.get(list as usize), self.nodes.get(list as usize)) {
+            crate::memory::prefetch(letters);
+            crate::memory::prefetch(node);
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = list;
     }
 
     /// Tiles of the sibling list starting at `list`, as a bitmask (0 for the empty list).

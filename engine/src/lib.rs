@@ -15,6 +15,7 @@ pub mod infer;
 pub mod leavegen;
 pub mod leaves;
 pub mod lexicon;
+mod memory;
 pub mod movegen;
 pub mod moves;
 pub mod rng;
@@ -23,6 +24,5 @@ pub mod stats;
 pub mod tiles;
 pub mod view;
 pub mod winpct;
-mod zeroed;
 
 pub use error::DataError;

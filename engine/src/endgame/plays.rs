@@ -13,10 +13,10 @@
 use super::fingerprint;
 use crate::board::{Board, DIM, lane_bit};
 use crate::leaves::RackLeaves;
+use crate::memory::Zeroed;
 use crate::movegen::{ALL_LANES, Ctx, Generator, Mode, Request};
 use crate::moves::{Kind, Move};
 use crate::rng::mix;
-use crate::zeroed::Zeroed;
 
 /// Lanes on the board, and so keys per position.
 pub(super) const LANES: usize = 2 * DIM;

@@ -6,7 +6,7 @@
 //! a miss, so no locks are needed. The full 64-bit key is checked, so positions that share a
 //! slot (type-1 collisions) are told apart by the key bits above the index.
 
-use crate::zeroed::Zeroed;
+use crate::memory::{Zeroed, prefetch};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// What a stored value says about the true value.
@@ -128,15 +128,7 @@ impl Table {
     /// Start fetching `key`'s slot into the cache, for a `get` soon after.
     #[inline]
     pub fn prefetch(&self, key: u64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let slot = self.slots[2 * (key as usize & self.mask)].as_ptr() as *const i8;
-            // SAFETY: a prefetch is a hint that reads nothing; SSE is part of every x86-64.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(slot) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = key;
+        prefetch(&self.slots[2 * (key as usize & self.mask)]);
     }
 
     /// Forget everything (a new position set, or a benchmark from cold).

@@ -1,12 +1,12 @@
-//! Zero-filled arrays for the endgame's big tables (the transposition table, the play memo's
-//! index), on huge pages where the system has them.
+//! Memory for the engine's big tables, which every probe reaches with a cache miss: zero-filled
+//! arrays on huge pages where the system has them (the transposition table, the play memo's
+//! index), and the prefetch hint that overlaps such misses.
 //!
-//! These tables are tens to hundreds of MB, and every probe of one misses the cache. With
-//! 4 KiB pages it misses the TLB as well and waits for a page walk; on 2 MiB pages the whole
-//! table needs a few hundred TLB entries. On Linux the array is a mapping of its own, aligned to
-//! 2 MiB and advised for huge pages before anything touches it (advice given after the first
-//! touch comes too late: the pages are already small). Elsewhere it is an ordinary zeroed
-//! allocation.
+//! With 4 KiB pages a probe of a table of tens to hundreds of MB misses the TLB as well and
+//! waits for a page walk; on 2 MiB pages the whole table needs a few hundred TLB entries. On
+//! Linux a `Zeroed` array is a mapping of its own, aligned to 2 MiB and advised for huge pages
+//! before anything touches it (advice given after the first touch comes too late: the pages
+//! are already small). Elsewhere it is an ordinary zeroed allocation.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
@@ -99,6 +99,20 @@ impl<T> std::ops::DerefMut for Zeroed<T> {
         // SAFETY: as in `deref`, and `&mut self` makes the access unique.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
+}
+
+/// Start fetching `value`'s cache line, for a read soon after (a no-op off x86-64).
+#[inline]
+pub fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that reads nothing, here of a live reference; SSE is part
+    // of every x86-64.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(value as *const T as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }
 
 #[cfg(test)]
