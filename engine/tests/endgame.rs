@@ -128,6 +128,48 @@ fn the_solver_agrees_with_plain_minimax_on_hundreds_of_small_endgames() {
 }
 
 #[test]
+fn two_threads_sharing_the_root_s_moves_solve_larger_endgames_to_one_thread_s_values() {
+    // Past minimax's reach: hundreds of root moves, each thread taking the next, the best
+    // value's bar moving while both search.
+    let ctx = common::ctx(common::enable());
+    let solver = Solver::new(32 << 20);
+    let mut many_moves = 0;
+    for g in small_endgames(ctx, 12, 8, 2024) {
+        solver.clear();
+        let one = solve(ctx, &solver, &g, 1, false);
+        solver.clear();
+        let two = solve(ctx, &solver, &g, 2, false);
+        let cgp = engine::cgp::write(&g, ctx.dist);
+        assert!(one.exact && two.exact, "{cgp}");
+        assert_eq!(two.value, one.value, "{cgp}");
+        assert_eq!(replay(ctx, &g, &two.pv), two.value, "{cgp}");
+        let leaves = RackLeaves::new(&g.racks[g.on_turn], |_| 0);
+        let rack = &g.racks[g.on_turn];
+        let req = Request { board: &g.board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+        many_moves += (Generator::new().generate(ctx, &req, Mode::All).len() >= 50) as usize;
+    }
+    assert!(many_moves >= 6, "only {many_moves} endgames with 50 moves or more at the root");
+}
+
+#[test]
+fn a_two_thread_solve_stopped_by_its_clock_answers_from_its_last_complete_depth() {
+    let ctx = common::ctx(common::enable());
+    let text = include_str!("../../docs/endgame-bench.cgp");
+    // Line 40: over ten seconds to 7 plies on one thread.
+    let line = text.lines().nth(39).expect("the benchmark file has forty lines");
+    let g = engine::cgp::Position::parse(line, ctx.dist).expect("a valid position").into_game(ctx.kwg, ctx.dist, 0);
+    let solver = Solver::new(64 << 20);
+    let limit = std::time::Duration::from_millis(300);
+    let opts = Options { threads: 2, time_limit: Some(limit), ..Options::default() };
+    let start = std::time::Instant::now();
+    let sol = solver.solve(ctx, &g, &opts, &|_| {}).unwrap();
+    assert!(start.elapsed() < limit * 10, "took {:?}", start.elapsed());
+    assert!(!sol.exact && sol.depth >= 1);
+    let mut mg = Generator::new();
+    g.check(ctx, &sol.pv[0], &mut mg).expect("the first move of the line is legal");
+}
+
+#[test]
 fn the_pre_endgame_ranks_plays_as_brute_force_over_every_unseen_tile_does() {
     let ctx = common::ctx(common::enable());
     let solver = Solver::new(16 << 20);

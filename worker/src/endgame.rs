@@ -18,7 +18,7 @@ pub struct Args {
     /// Deepest search in plies (default: until solved).
     #[arg(long)]
     plies: Option<u8>,
-    /// Search threads (Lazy SMP).
+    /// Search threads (they share out the root's moves).
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Give up deepening after this many seconds and answer from the last complete depth.

@@ -1127,7 +1127,7 @@ fn empty_logs() -> Result<Logs> {
     Ok(Logs { gcg_gz: gz64(b"")?, gcg_sha256: empty.clone(), csv_gz: gz64(b"")?, csv_sha256: empty })
 }
 
-/// Solve an endgame job's positions in order, each on `threads` threads (Lazy SMP); `cancel`
+/// Solve an endgame job's positions in order, each on `threads` threads (sharing the root's moves); `cancel`
 /// stops it between positions. Endgame batches carry no logs: each solution is its own record.
 fn solve(
     loaded: &Loaded,

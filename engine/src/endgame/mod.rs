@@ -13,8 +13,11 @@
 //!   worth ([`plays`]). Where a null window only asks whether that value reaches beta, the
 //!   lanes the last move left alone are asked first, from the parent's board: often one
 //!   of them holds a good enough move, and the new board is never built.
-//! - Lazy SMP: helper threads search the same root at jittered depths and move orders, sharing
-//!   the table; the main thread's result is the answer, so the value never depends on them.
+//! - Threads share out the root's moves (`RootJob`): an endgame root has hundreds or
+//!   thousands of moves, none holding more than a few percent of the search, so each thread
+//!   takes the next move not yet taken. They share the table. The best move is the first in
+//!   the root's order among those of the best value, whichever thread finds it, as on one
+//!   thread; an exact value never depends on the number of threads.
 //!
 //! Rules are the game's ([`crate::game`]): going out scores twice the opponent's rack; six
 //! scoreless turns in a row end the game with each rack's value taken from its owner.
@@ -33,6 +36,7 @@ use crate::tiles::RACK_SIZE;
 use crate::tiles::{BLANK_BIT, letter_of};
 use plays::{LANES, Plays};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 use tt::{Bound, Entry, Table};
@@ -246,6 +250,76 @@ struct Shared<'s> {
     stop: AtomicBool,
     deadline: Option<Instant>,
     nodes: AtomicU64,
+    /// The root search the main thread has put out for the helpers, by number: a helper
+    /// joins each new one once.
+    job: Mutex<(u64, Option<Arc<RootJob>>)>,
+    new_job: Condvar,
+}
+
+/// One search of the root (a depth and a window), its moves shared out between threads.
+struct RootJob {
+    depth: u8,
+    /// The window.
+    alpha: i32,
+    beta: i32,
+    /// In search order: the table's move first.
+    moves: Vec<Move>,
+    state: Mutex<RootState>,
+    finished: Condvar,
+}
+
+/// How a root search stands.
+struct RootState {
+    /// Moves taken so far, and being searched now.
+    next: usize,
+    busy: usize,
+    /// Highest value found (fail-soft) and the first move in order giving it; the window's
+    /// lower edge raised to the best exact value, and the move of that value (the first in
+    /// order among equals) with its line.
+    best: i32,
+    highest_at: usize,
+    alpha: i32,
+    best_at: Option<usize>,
+    pv: Vec<Move>,
+    horizon: bool,
+    /// A move reached beta: no more moves are taken.
+    cut: bool,
+}
+
+impl RootJob {
+    fn done(st: &RootState, n: usize) -> bool {
+        (st.next >= n || st.cut) && st.busy == 0
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, RootState> {
+        // A thread that panicked holding it leaves counts, not broken invariants: the solve
+        // panics once the threads are joined anyway.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Ends the helpers' wait for root searches when the main thread is done, or unwinds.
+struct Dismiss<'a, 's>(&'a Shared<'s>);
+
+impl Drop for Dismiss<'_, '_> {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Relaxed);
+        self.0.job.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).0 += 1;
+        self.0.new_job.notify_all();
+    }
+}
+
+/// A root move a thread has taken: if the thread unwinds before handing its value in, the
+/// root search is cut short, so that no thread waits for the move forever.
+struct Taken<'a>(&'a RootJob);
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        let mut st = self.0.state();
+        st.busy -= 1;
+        st.cut = true;
+        self.0.finished.notify_all();
+    }
 }
 
 impl Solver {
@@ -310,6 +384,7 @@ impl Solver {
     ) -> Result<Solution, EndgameError> {
         let root = self.root(ctx, game)?;
         let start = Instant::now();
+        let threads = opts.threads.max(1);
         let shared = Shared {
             ctx,
             table: &self.table,
@@ -317,22 +392,25 @@ impl Solver {
             stop: AtomicBool::new(false),
             deadline: opts.time_limit.map(|t| start + t),
             nodes: AtomicU64::new(0),
+            job: Mutex::new((0, None)),
+            new_job: Condvar::new(),
         };
         let max_depth = opts.plies.unwrap_or(MAX_DEPTH).clamp(1, MAX_DEPTH);
-        let threads = opts.threads.max(1);
         let (mut sol, mut main) = std::thread::scope(|s| {
-            for id in 1..threads {
+            for _ in 1..threads {
                 let (shared, root) = (&shared, &root);
                 s.spawn(move || {
-                    let mut helper = Search::new(shared, Some(Rng::new(id as u64)));
-                    // Half the helpers run one ply ahead, so the table fills deeper sooner.
-                    helper.deepen(root, max_depth, opts.win_only, (id % 2) as u8, &|_| {});
+                    let mut helper = Search::new(shared);
+                    helper.help(root);
                     helper.flush_nodes();
                 });
             }
-            let mut main = Search::new(&shared, None);
-            let sol = main.deepen(&root, max_depth, opts.win_only, 0, &|d| progress(d));
-            shared.stop.store(true, Relaxed);
+            let dismiss = Dismiss(&shared);
+            let mut main = Search::new(&shared);
+            main.split = threads > 1;
+            let sol = main.deepen(&root, max_depth, opts.win_only, &|d| progress(d));
+            main.split = false;
+            drop(dismiss);
             (sol, main)
         });
         shared.stop.store(false, Relaxed);
@@ -376,8 +454,8 @@ struct Search<'s> {
     /// Triangular principal variation: `pv[ply]` is the best line found from that ply.
     pv: Vec<Vec<Move>>,
     nodes: u64,
-    /// Helpers jitter their move order.
-    jitter: Option<Rng>,
+    /// Helpers are waiting for the root's moves (the main thread, while `solve` runs them).
+    split: bool,
     /// The clock ran out or the main thread finished: results from now on are discarded.
     stopped: bool,
     /// The main thread ignores the clock until depth 1 is done.
@@ -387,7 +465,7 @@ struct Search<'s> {
 }
 
 impl<'s> Search<'s> {
-    fn new(sh: &'s Shared<'s>, jitter: Option<Rng>) -> Self {
+    fn new(sh: &'s Shared<'s>) -> Self {
         Self {
             sh,
             mg: Generator::new(),
@@ -396,7 +474,7 @@ impl<'s> Search<'s> {
             moves: Vec::new(),
             pv: Vec::new(),
             nodes: 0,
-            jitter,
+            split: false,
             stopped: false,
             must_finish: false,
             spare: Vec::new(),
@@ -410,26 +488,24 @@ impl<'s> Search<'s> {
 
     /// Iterative deepening from `root` until it is solved, `max_depth` or the stop flag; the
     /// last completed iteration.
-    fn deepen(
-        &mut self,
-        root: &Node,
-        max_depth: u8,
-        win_only: bool,
-        offset: u8,
-        progress: &dyn Fn(&Depth),
-    ) -> Option<Iteration> {
+    fn deepen(&mut self, root: &Node, max_depth: u8, win_only: bool, progress: &dyn Fn(&Depth)) -> Option<Iteration> {
         let start = Instant::now();
         let mut last: Option<Iteration> = None;
-        let mut depth = 1 + offset;
+        let mut depth = 1;
         while depth <= max_depth {
-            self.must_finish = last.is_none() && self.jitter.is_none();
+            self.must_finish = last.is_none();
             let (mut alpha, mut beta) = match &last {
                 _ if win_only => (-1, 1),
                 Some(it) => (it.value - ASPIRATION, it.value + ASPIRATION),
                 None => (-INF, INF),
             };
             let (value, horizon) = loop {
-                let (v, h) = self.search(root, depth, 0, alpha, beta);
+                // Depth 1 is the main thread's alone: it must finish whatever the clock says.
+                let (v, h) = if self.split && !self.must_finish {
+                    self.split_root(root, depth, alpha, beta)
+                } else {
+                    self.search(root, depth, 0, alpha, beta)
+                };
                 if self.stopped {
                     return last;
                 }
@@ -457,6 +533,155 @@ impl<'s> Search<'s> {
             depth += 1;
         }
         last
+    }
+
+    /// The main thread's `search` of the root with the helpers: the root's moves in order,
+    /// put out as a job that every thread takes moves from.
+    fn split_root(&mut self, root: &Node, depth: u8, alpha: i32, beta: i32) -> (i32, bool) {
+        self.count_node();
+        let tt_move = self.sh.table.get(root.hash).map_or(0, |e| e.mv);
+        let mut listed = Vec::new();
+        let first = self.table_move(root, tt_move);
+        listed.extend(first.map(|m| (i32::MAX, m)));
+        self.order(root, 0, first, &mut listed);
+        let state = RootState {
+            next: 0,
+            busy: 0,
+            best: -INF,
+            highest_at: 0,
+            alpha,
+            best_at: None,
+            pv: Vec::new(),
+            horizon: false,
+            cut: false,
+        };
+        let moves = listed.into_iter().map(|(_, m)| m).collect();
+        let job = Arc::new(RootJob { depth, alpha, beta, moves, state: Mutex::new(state), finished: Condvar::new() });
+        {
+            let mut slot = self.sh.job.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            *slot = (slot.0 + 1, Some(job.clone()));
+        }
+        self.sh.new_job.notify_all();
+        self.work(root, &job);
+        let mut st = job.state();
+        while !RootJob::done(&st, job.moves.len()) {
+            st = job.finished.wait(st).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        // A helper stopped by the clock left its move unsearched.
+        if self.sh.stop.load(Relaxed) {
+            self.stopped = true;
+            return (0, true);
+        }
+        self.pv.resize_with(self.pv.len().max(2), Vec::new);
+        self.pv[0] = std::mem::take(&mut st.pv);
+        let bound = if st.best >= beta {
+            Bound::Lower
+        } else if st.best > alpha {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        };
+        // As on one thread: the best move, or failing low the one that came closest.
+        let best_fp = job.moves.get(st.best_at.unwrap_or(st.highest_at)).map_or(0, fingerprint);
+        let value = (st.best - root.spread).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
+        self.sh.table.put(root.hash, Entry { value, depth, bound, solved: !st.horizon, mv: best_fp });
+        (st.best, st.horizon)
+    }
+
+    /// A helper thread: take moves from each root search the main thread puts out, until it
+    /// says the search is over.
+    fn help(&mut self, root: &Node) {
+        let mut seen = 0;
+        loop {
+            let job = {
+                let mut slot = self.sh.job.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                while slot.0 == seen {
+                    slot = self.sh.new_job.wait(slot).unwrap_or_else(|poisoned| poisoned.into_inner());
+                }
+                seen = slot.0;
+                slot.1.clone()
+            };
+            if self.sh.stop.load(Relaxed) {
+                return;
+            }
+            if let Some(job) = job {
+                self.work(root, &job);
+            }
+        }
+    }
+
+    /// Search root moves of `job` until none is left: each with a null window at the best
+    /// value found so far (one point lower for moves before the best in order, so that the
+    /// first of equal moves wins), searched again in full when it does better.
+    fn work(&mut self, root: &Node, job: &RootJob) {
+        let n = job.moves.len();
+        loop {
+            let (i, alpha, best_at) = {
+                let mut st = job.state();
+                if st.next >= n || st.cut {
+                    return;
+                }
+                st.next += 1;
+                st.busy += 1;
+                (st.next - 1, st.alpha, st.best_at)
+            };
+            let taken = Taken(job);
+            let mv = job.moves[i];
+            let before_best = |at: Option<usize>| at.is_some_and(|b| i < b);
+            let floor = |alpha: i32, at| if before_best(at) { alpha - 1 } else { alpha };
+            let (v, h) = match self.step(root, &mv) {
+                Next::Over(v) => {
+                    self.pv.resize_with(self.pv.len().max(2), Vec::new);
+                    self.pv[1].clear();
+                    (v, false)
+                }
+                Next::Go(head) => {
+                    let child = &mut None;
+                    let a = floor(alpha, best_at);
+                    let (mut v, mut h) = if i == 0 {
+                        let (v, h) = self.visit(root, &mv, head, child, job.depth - 1, 1, -job.beta, -a);
+                        (-v, h)
+                    } else {
+                        let (v, h) = self.visit(root, &mv, head, child, job.depth - 1, 1, -a - 1, -a);
+                        (-v, h)
+                    };
+                    if i > 0 && v > a && v < job.beta && !self.stopped {
+                        // The window may have moved while this move was searched.
+                        let (alpha, best_at) = {
+                            let st = job.state();
+                            (st.alpha, st.best_at)
+                        };
+                        let a = floor(alpha, best_at);
+                        let (v2, h2) = self.visit(root, &mv, head, child, job.depth - 1, 1, -job.beta, -a);
+                        (v, h) = (-v2, h || h2);
+                    }
+                    self.spare.extend(child.take());
+                    (v, h)
+                }
+            };
+            std::mem::forget(taken);
+            let mut st = job.state();
+            st.busy -= 1;
+            if !self.stopped {
+                st.horizon |= h;
+                if v > st.best || (v == st.best && i < st.highest_at) {
+                    (st.best, st.highest_at) = (v, i);
+                }
+                // Exact (above the window's edge as it stood) and better, or as good and first.
+                let better = v > st.alpha || (v == st.alpha && before_best(st.best_at));
+                if better && v > job.alpha {
+                    st.alpha = v.min(job.beta);
+                    st.best_at = Some(i);
+                    st.pv.clear();
+                    st.pv.push(mv);
+                    st.pv.extend_from_slice(&self.pv[1]);
+                }
+                st.cut |= v >= job.beta;
+            }
+            if RootJob::done(&st, n) {
+                job.finished.notify_all();
+            }
+        }
     }
 
     #[inline]
@@ -779,15 +1004,12 @@ impl<'s> Search<'s> {
                 continue;
             }
             let used = m.tiles_used() as i32;
-            let mut est = match m.kind {
+            let est = match m.kind {
                 Kind::Place if used == me.len as i32 => 1_000 + m.score + 2 * opp.value,
                 Kind::Place if ply >= 2 => m.score + 3 * used,
                 Kind::Place => m.score,
                 Kind::Exchange | Kind::Pass => -1_000,
             };
-            if let Some(rng) = self.jitter.as_mut() {
-                est += rng.below(6) as i32;
-            }
             out.push((est, *m));
         }
         // Stable: equal estimates keep generation order, so a thread's search is repeatable.
@@ -875,7 +1097,7 @@ impl<'s> Search<'s> {
             if over {
                 return;
             }
-            let Some(rest) = self.deepen(&node, MAX_DEPTH, false, 0, &|_| {}) else { return };
+            let Some(rest) = self.deepen(&node, MAX_DEPTH, false, &|_| {}) else { return };
             if rest.pv.is_empty() {
                 return;
             }
@@ -894,7 +1116,7 @@ impl<'s> Search<'s> {
                 Next::Over(v) => v,
                 Next::Go(head) => {
                     let child = self.build(root, &mv, head);
-                    match self.deepen(&child, max_depth.saturating_sub(1).max(1), false, 0, &|_| {}) {
+                    match self.deepen(&child, max_depth.saturating_sub(1).max(1), false, &|_| {}) {
                         Some(it) => -it.value,
                         None => continue,
                     }
