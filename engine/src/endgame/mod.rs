@@ -539,11 +539,6 @@ impl<'s> Search<'s> {
     /// put out as a job that every thread takes moves from.
     fn split_root(&mut self, root: &Node, depth: u8, alpha: i32, beta: i32) -> (i32, bool) {
         self.count_node();
-        let tt_move = self.sh.table.get(root.hash).map_or(0, |e| e.mv);
-        let mut listed = Vec::new();
-        let first = self.table_move(root, tt_move);
-        listed.extend(first.map(|m| (i32::MAX, m)));
-        self.order(root, 0, first, &mut listed);
         let state = RootState {
             next: 0,
             busy: 0,
@@ -555,7 +550,7 @@ impl<'s> Search<'s> {
             horizon: false,
             cut: false,
         };
-        let moves = listed.into_iter().map(|(_, m)| m).collect();
+        let moves = self.root_moves(root).into_iter().map(|(_, m)| m).collect();
         let job = Arc::new(RootJob { depth, alpha, beta, moves, state: Mutex::new(state), finished: Condvar::new() });
         {
             let mut slot = self.sh.job.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -574,17 +569,9 @@ impl<'s> Search<'s> {
         }
         self.pv.resize_with(self.pv.len().max(2), Vec::new);
         self.pv[0] = std::mem::take(&mut st.pv);
-        let bound = if st.best >= beta {
-            Bound::Lower
-        } else if st.best > alpha {
-            Bound::Exact
-        } else {
-            Bound::Upper
-        };
         // As on one thread: the best move, or failing low the one that came closest.
         let best_fp = job.moves.get(st.best_at.unwrap_or(st.highest_at)).map_or(0, fingerprint);
-        let value = (st.best - root.spread).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
-        self.sh.table.put(root.hash, Entry { value, depth, bound, solved: !st.horizon, mv: best_fp });
+        self.store(root, depth, (alpha, beta), st.best, st.horizon, best_fp);
         (st.best, st.horizon)
     }
 
@@ -638,13 +625,10 @@ impl<'s> Search<'s> {
                 Next::Go(head) => {
                     let child = &mut None;
                     let a = floor(alpha, best_at);
-                    let (mut v, mut h) = if i == 0 {
-                        let (v, h) = self.visit(root, &mv, head, child, job.depth - 1, 1, -job.beta, -a);
-                        (-v, h)
-                    } else {
-                        let (v, h) = self.visit(root, &mv, head, child, job.depth - 1, 1, -a - 1, -a);
-                        (-v, h)
-                    };
+                    // The first move in full, as on one thread; the others with a null window.
+                    let top = if i == 0 { job.beta } else { a + 1 };
+                    let (v, mut h) = self.visit(root, &mv, head, child, job.depth - 1, 1, -top, -a);
+                    let mut v = -v;
                     if i > 0 && v > a && v < job.beta && !self.stopped {
                         // The window may have moved while this move was searched.
                         let (alpha, best_at) = {
@@ -854,16 +838,22 @@ impl<'s> Search<'s> {
             i += 1;
         }
         self.moves[ply] = moves;
+        self.store(node, depth, (alpha0, beta), best, horizon, best_fp);
+        (best, horizon)
+    }
+
+    /// Store `node`'s searched value `best` (fail-soft, in the window `(alpha, beta)`) and its
+    /// best move's fingerprint.
+    fn store(&self, node: &Node, depth: u8, (alpha, beta): (i32, i32), best: i32, horizon: bool, mv: u32) {
         let bound = if best >= beta {
             Bound::Lower
-        } else if best > alpha0 {
+        } else if best > alpha {
             Bound::Exact
         } else {
             Bound::Upper
         };
-        let value = (best - base).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
-        self.sh.table.put(node.hash, Entry { value, depth, bound, solved: !horizon, mv: best_fp });
-        (best, horizon)
+        let value = (best - node.spread).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
+        self.sh.table.put(node.hash, Entry { value, depth, bound, solved: !horizon, mv });
     }
 
     /// A node one ply above the horizon, valued without building its children: a move that
@@ -1105,11 +1095,17 @@ impl<'s> Search<'s> {
         }
     }
 
-    /// Exact values of the first `n` root moves in search order, best first.
-    fn first_moves(&mut self, root: &Node, n: usize, max_depth: u8) -> Vec<(Move, i32)> {
+    /// The root's moves in search order: the table's move, then the rest as `order` puts them.
+    fn root_moves(&mut self, root: &Node) -> Vec<(i32, Move)> {
         let first = self.table_move(root, self.sh.table.get(root.hash).map_or(0, |e| e.mv));
         let mut moves: Vec<_> = first.iter().map(|&m| (i32::MAX, m)).collect();
         self.order(root, 0, first, &mut moves);
+        moves
+    }
+
+    /// Exact values of the first `n` root moves in search order, best first.
+    fn first_moves(&mut self, root: &Node, n: usize, max_depth: u8) -> Vec<(Move, i32)> {
+        let moves = self.root_moves(root);
         let mut out = Vec::new();
         for &(_, mv) in moves.iter().take(n) {
             let v = match self.step(root, &mv) {
