@@ -71,6 +71,11 @@ pub(super) struct Best {
     pub used: u64,
 }
 
+/// The index slot of `key`: from bits above the lowest, which is always set.
+fn slot(key: u64) -> usize {
+    (key >> 1) as usize & (SLOTS - 1)
+}
+
 /// The memo's keys of each lane (its key `lane_keys`) with `rack`: never 0.
 fn slot_keys(lane_keys: &[u64; LANES], rack: &[u8]) -> [u64; LANES] {
     let rack_key = mix(rack_key(rack));
@@ -79,7 +84,7 @@ fn slot_keys(lane_keys: &[u64; LANES], rack: &[u8]) -> [u64; LANES] {
 
 #[derive(Default)]
 pub(super) struct Plays {
-    /// A direct-mapped cache: slot `key & (SLOTS - 1)` holds (key, lane), the key mixing the
+    /// A direct-mapped cache: slot `slot(key)` holds (key, lane), the key mixing the
     /// lane's and the rack's (never 0, so an empty slot matches nothing). A search reads
     /// thirty of these per node, mostly out of cache; one load each, all independent, lets the
     /// processor overlap them.
@@ -175,7 +180,7 @@ impl Plays {
     /// The lane the memo holds under `key`, if it does.
     fn cached(&self, key: u64) -> Option<Lane> {
         let slots = self.slots.as_ref()?;
-        Some(slots[key as usize & (SLOTS - 1)]).filter(|(k, _)| *k == key).map(|(_, l)| l)
+        Some(slots[slot(key)]).filter(|(k, _)| *k == key).map(|(_, l)| l)
     }
 
     /// The plays of each lane in `wanted` (the others are left empty), generating the (lane,
@@ -234,7 +239,7 @@ impl Plays {
             l.end = self.plays.len() as u32;
             lanes[bit] = l;
             if let Some(slots) = &mut self.slots {
-                slots[keys[bit] as usize & (SLOTS - 1)] = (keys[bit], l);
+                slots[slot(keys[bit])] = (keys[bit], l);
             }
         }
         lanes
