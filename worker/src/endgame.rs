@@ -30,7 +30,8 @@ pub struct Args {
     /// Also list the exact values of this many first moves.
     #[arg(long, default_value_t = 0)]
     moves: usize,
-    /// Transposition table size in MiB.
+    /// Transposition table size in MiB; each search thread's play memo grows to about as much
+    /// at most (96 MiB at least).
     #[arg(long, default_value_t = 256)]
     table_mb: usize,
 }
@@ -179,7 +180,8 @@ pub struct PegArgs {
     /// Seconds per endgame before answering from the last complete depth.
     #[arg(long)]
     time: Option<f64>,
-    /// Transposition table size in MiB.
+    /// Transposition table size in MiB; each search thread's play memo grows to about as much
+    /// at most (96 MiB at least).
     #[arg(long, default_value_t = 256)]
     table_mb: usize,
     /// Leave table (`.klv2`; default: the shipped table), to pick the candidates.
@@ -270,7 +272,8 @@ pub struct BenchArgs {
     /// Thread counts to compare, comma-separated.
     #[arg(long, default_value = "1,2", value_delimiter = ',')]
     threads: Vec<usize>,
-    /// Transposition table size in MiB (cleared before every solve).
+    /// Transposition table size in MiB (cleared before every solve); each search thread's play
+    /// memo grows to about as much at most (96 MiB at least).
     #[arg(long, default_value_t = 256)]
     table_mb: usize,
 }

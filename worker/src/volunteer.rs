@@ -43,7 +43,8 @@ pub struct Args {
     #[arg(long)]
     exit_when_idle: bool,
     /// Memory for the endgame solver's transposition table, in MiB (taken at the first
-    /// endgame batch, then kept).
+    /// endgame batch, then kept); each solving thread's play memo grows to about as much at
+    /// most during a solve (96 MiB at least).
     #[arg(long, default_value_t = 256)]
     endgame_table_mb: usize,
     /// Job kinds to run, comma-separated (default: every kind this worker knows: match,

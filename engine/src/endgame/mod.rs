@@ -469,7 +469,7 @@ impl<'s> Search<'s> {
         Self {
             sh,
             mg: Generator::new(),
-            plays: Plays::default(),
+            plays: Plays::new(sh.table.bytes()),
             cross: CrossMemo::new(sh.ctx.kwg),
             moves: Vec::new(),
             pv: Vec::new(),

@@ -21,10 +21,11 @@ use crate::rng::mix;
 /// Lanes on the board, and so keys per position.
 pub(super) const LANES: usize = 2 * DIM;
 
-/// Plays held before the memo starts afresh (28 bytes each): bounds a thread's memory.
-const MAX_PLAYS: usize = 1 << 21;
-/// Slots of the memo's index (32 bytes each).
-const SLOTS: usize = 1 << 20;
+/// Plays held per slot of the index before it doubles, or, at its largest, before the memo
+/// starts afresh.
+const PLAYS_PER_SLOT: usize = 2;
+/// The index's first size: a small endgame touches few of its pages.
+const FIRST_SLOTS: usize = 1 << 20;
 
 /// Every lane's key on `board`.
 pub(super) fn lane_keys(board: &Board) -> [u64; LANES] {
@@ -71,9 +72,10 @@ pub(super) struct Best {
     pub used: u64,
 }
 
-/// The index slot of `key`: from bits above the lowest, which is always set.
-fn slot(key: u64) -> usize {
-    (key >> 1) as usize & (SLOTS - 1)
+/// The slot of `key` in an index of `len` slots (a power of two): from bits above the lowest,
+/// which is always set.
+fn slot(key: u64, len: usize) -> usize {
+    (key >> 1) as usize & (len - 1)
 }
 
 /// The memo's keys of each lane (its key `lane_keys`) with `rack`: never 0.
@@ -82,14 +84,17 @@ fn slot_keys(lane_keys: &[u64; LANES], rack: &[u8]) -> [u64; LANES] {
     lane_keys.map(|k| (k ^ rack_key) | 1)
 }
 
-#[derive(Default)]
 pub(super) struct Plays {
     /// A direct-mapped cache: slot `slot(key)` holds (key, lane), the key mixing the
     /// lane's and the rack's (never 0, so an empty slot matches nothing). A search reads
     /// thirty of these per node, mostly out of cache; one load each, all independent, lets the
     /// processor overlap them.
-    /// On huge pages where the system has them (see `Zeroed`); made on first use.
+    /// On huge pages where the system has them (see `Zeroed`); made on first use, and doubled
+    /// as the plays fill it, up to `max_slots`: a long search meets millions of (lane, rack)
+    /// pairs, and regenerating evicted ones was half its move generation.
     slots: Option<Zeroed<(u64, Lane)>>,
+    first_slots: usize,
+    max_slots: usize,
     plays: Vec<Move>,
     /// The last answer of `all`.
     out: Vec<Move>,
@@ -97,6 +102,18 @@ pub(super) struct Plays {
 }
 
 impl Plays {
+    /// A memo of at most about `bytes` (its index and its plays; at least its first size).
+    pub fn new(bytes: usize) -> Self {
+        let per_slot = std::mem::size_of::<(u64, Lane)>() + PLAYS_PER_SLOT * std::mem::size_of::<Move>();
+        let fit = (bytes / per_slot).max(FIRST_SLOTS);
+        Self::sized(FIRST_SLOTS, 1 << fit.ilog2())
+    }
+
+    /// A memo whose index starts at `first_slots` and doubles up to `max_slots` (powers of two).
+    fn sized(first_slots: usize, max_slots: usize) -> Self {
+        Self { slots: None, first_slots, max_slots, plays: Vec::new(), out: Vec::new(), found: Vec::new() }
+    }
+
     /// Every move of `rack` on `board` (whose lane keys are `keys`): all placements, then the
     /// pass (the bag is empty, so no exchanges).
     pub fn all(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8]) -> &[Move] {
@@ -180,7 +197,7 @@ impl Plays {
     /// The lane the memo holds under `key`, if it does.
     fn cached(&self, key: u64) -> Option<Lane> {
         let slots = self.slots.as_ref()?;
-        Some(slots[slot(key)]).filter(|(k, _)| *k == key).map(|(_, l)| l)
+        Some(slots[slot(key, slots.len())]).filter(|(k, _)| *k == key).map(|(_, l)| l)
     }
 
     /// The plays of each lane in `wanted` (the others are left empty), generating the (lane,
@@ -197,12 +214,22 @@ impl Plays {
         match &mut self.slots {
             None => {
                 // SAFETY: all-zero is a valid (key, lane): integers, and key 0 marks it empty.
-                self.slots = Some(unsafe { Zeroed::new(SLOTS) });
+                self.slots = Some(unsafe { Zeroed::new(self.first_slots.min(self.max_slots)) });
                 self.plays.clear();
             }
-            Some(slots) if self.plays.len() > MAX_PLAYS => {
-                slots.fill((0, Lane::default()));
-                self.plays.clear();
+            Some(slots) if self.plays.len() > PLAYS_PER_SLOT * slots.len() => {
+                if slots.len() < self.max_slots {
+                    // SAFETY: as above.
+                    let mut bigger: Zeroed<(u64, Lane)> = unsafe { Zeroed::new(2 * slots.len()) };
+                    let len = bigger.len();
+                    for &(key, lane) in slots.iter().filter(|e| e.0 != 0) {
+                        bigger[slot(key, len)] = (key, lane);
+                    }
+                    *slots = bigger;
+                } else {
+                    slots.fill((0, Lane::default()));
+                    self.plays.clear();
+                }
             }
             Some(_) => {}
         }
@@ -239,7 +266,8 @@ impl Plays {
             l.end = self.plays.len() as u32;
             lanes[bit] = l;
             if let Some(slots) = &mut self.slots {
-                slots[slot(keys[bit])] = (keys[bit], l);
+                let len = slots.len();
+                slots[slot(keys[bit], len)] = (keys[bit], l);
             }
         }
         lanes
@@ -248,7 +276,74 @@ impl Plays {
 
 #[cfg(test)]
 mod tests {
-    use super::rack_key;
+    use super::*;
+    use crate::board::Layout;
+    use crate::lexicon::Kwg;
+    use crate::rng::Rng;
+    use crate::tiles::{BLANK_BIT, Distribution};
+
+    /// The memo's invariant through growth and fresh starts: a memo of a few slots, doubling
+    /// and starting afresh many times over, lists every position's moves as a generation from
+    /// scratch does (lanes in order, generation order within a lane, then the pass).
+    #[test]
+    fn a_memo_that_grows_and_starts_afresh_lists_what_generation_does() {
+        let words: Vec<Vec<u8>> = [
+            "AT", "TA", "AS", "IS", "IT", "TI", "AI", "RE", "ER", "ES", "TE", "ET", "AR", "EAT", "TEA", "ATE", "SEA",
+            "SAT", "SIT", "TIE", "RAT", "ART", "TAR", "STAR", "RATE", "TEAR", "SEAT", "EAST", "REST", "STIR", "RISE",
+            "TIRE", "ARTS", "RATS", "STAIR", "TEARS", "RATES", "STARE", "ASTER", "IRATE", "TASTE", "TREAT", "SIESTA",
+        ]
+        .iter()
+        .map(|w| w.bytes().map(|b| b - b'A' + 1).collect())
+        .collect();
+        let kwg = Kwg::build(&words).unwrap();
+        let (dist, layout) = (Distribution::english(), Layout::standard());
+        let ctx = Ctx { kwg: &kwg, dist: &dist, layout: &layout };
+        let letters: Vec<u8> = "AEIRST".bytes().map(|b| b - b'A' + 1).collect();
+        let mut rng = Rng::new(16);
+        let mut memo = Plays::sized(4, 64);
+        let (mut mg, mut reference) = (Generator::new(), Generator::new());
+        let (mut grew, mut fresh, mut listed) = (0, 0, 0);
+        for _ in 0..40 {
+            let mut board = Board::new();
+            for _ in 0..6 + rng.below(20) {
+                let (row, col) = (4 + rng.below(7) as usize, 4 + rng.below(7) as usize);
+                let t = letters[rng.below(6) as usize];
+                board.set(row, col, if rng.below(8) == 0 { t | BLANK_BIT } else { t });
+            }
+            board.recompute_all(&kwg, &dist);
+            let keys = lane_keys(&board);
+            for _ in 0..8 {
+                let rack: Vec<u8> =
+                    (0..1 + rng.below(7)).map(|_| [0, 1, 5, 9, 18, 19, 20][rng.below(7) as usize]).collect();
+                let (slots, plays) = (memo.slots.as_ref().map_or(0, |s| s.len()), memo.plays.len());
+                let got = memo.all(&mut mg, ctx, &board, &keys, &rack).to_vec();
+                grew += (memo.slots.as_ref().map_or(0, |s| s.len()) > slots.max(4)) as usize;
+                fresh += (memo.plays.len() < plays) as usize;
+                let leaves = RackLeaves::new(&rack, |_| 0);
+                let req = Request {
+                    board: &board,
+                    rack: &rack,
+                    leaves: &leaves,
+                    can_exchange: false,
+                    opening_vowel_penalty: 0,
+                };
+                let mut want: Vec<Move> = reference
+                    .generate_lanes(ctx, &req, Mode::All, ALL_LANES, None)
+                    .iter()
+                    .filter(|m| m.kind == Kind::Place)
+                    .copied()
+                    .collect();
+                want.sort_by_key(|m| m.dir as usize * DIM + m.lane as usize);
+                want.push(Move::PASS);
+                assert_eq!(got, want, "rack {rack:?}");
+                listed += want.len();
+            }
+        }
+        assert!(grew >= 3 && fresh >= 3, "the index doubled {grew} times and started afresh {fresh} times");
+        assert!(listed > 2_000, "{listed} moves listed");
+        assert_eq!(Plays::new(0).max_slots, FIRST_SLOTS, "at least the first size");
+        assert_eq!(Plays::new(256 << 20).max_slots, 1 << 21);
+    }
 
     #[test]
     fn rack_keys_ignore_order_and_tell_racks_apart() {
