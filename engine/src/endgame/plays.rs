@@ -62,6 +62,33 @@ fn better(best: &mut (u32, i32), at: u32, worth: i32) {
     }
 }
 
+/// The best plays over several lanes, taken in any order: each the first best in lane order
+/// (as a scan of `Plays::all` meets them), as (index, worth, lane bit).
+struct BestOf {
+    keep: (u32, i32, usize),
+    out: (u32, i32, usize),
+    used: u64,
+}
+
+impl Default for BestOf {
+    fn default() -> Self {
+        Self { keep: (u32::MAX, 0, 0), out: (u32::MAX, 0, 0), used: 0 }
+    }
+}
+
+impl BestOf {
+    fn add(&mut self, l: &Lane, bit: usize, out_bonus: i32) {
+        let better = |best: &mut (u32, i32, usize), (at, worth): (u32, i32)| {
+            if at != u32::MAX && (best.0 == u32::MAX || worth > best.1 || (worth == best.1 && bit < best.2)) {
+                *best = (at, worth, bit);
+            }
+        };
+        better(&mut self.keep, l.keep);
+        better(&mut self.out, (l.out.0, l.out.1 + out_bonus));
+        self.used |= l.used;
+    }
+}
+
 /// The best plays of a frontier node by worth (score plus the face value of the tiles played,
 /// plus a bonus for going out), each the first best in `Plays::all`'s order: of the moves that
 /// keep a tile (the pass, worth 0, when no placement does), and of those going out; and the
@@ -96,6 +123,9 @@ pub(super) struct Plays {
     first_slots: usize,
     max_slots: usize,
     plays: Vec<Move>,
+    /// How many times the memo has started afresh (so that indices into `plays` read before a
+    /// call that generates are known to hold).
+    fresh: u32,
     /// The last answer of `all`.
     out: Vec<Move>,
     found: Vec<Move>,
@@ -111,7 +141,7 @@ impl Plays {
 
     /// A memo whose index starts at `first_slots` and doubles up to `max_slots` (powers of two).
     fn sized(first_slots: usize, max_slots: usize) -> Self {
-        Self { slots: None, first_slots, max_slots, plays: Vec::new(), out: Vec::new(), found: Vec::new() }
+        Self { slots: None, first_slots, max_slots, plays: Vec::new(), fresh: 0, out: Vec::new(), found: Vec::new() }
     }
 
     /// Every move of `rack` on `board` (whose lane keys are `keys`): all placements, then the
@@ -128,6 +158,9 @@ impl Plays {
 
     /// The best moves by worth in the lanes `wanted`, going out earning `out_bonus` more: what a
     /// scan of `all` would find first (when all lanes are wanted), without listing the moves.
+    ///
+    /// Called at every frontier node, mostly with the lanes in the memo: those are read
+    /// straight from their slots, and only the others are generated.
     #[allow(clippy::too_many_arguments)]
     pub fn best(
         &mut self,
@@ -139,21 +172,34 @@ impl Plays {
         out_bonus: i32,
         wanted: u32,
     ) -> Best {
-        let lanes = self.lanes(mg, ctx, board, keys, rack, wanted);
-        let (mut keep, mut out, mut used) = ((u32::MAX, 0), (u32::MAX, 0), 0);
-        for l in (0..LANES).filter(|&bit| wanted & lane_bit(0, bit) != 0).map(|bit| &lanes[bit]) {
-            if l.keep.0 != u32::MAX {
-                better(&mut keep, l.keep.0, l.keep.1);
+        let mut acc = BestOf::default();
+        let mut missing = 0u32;
+        for (bit, key) in slot_keys(keys, rack).into_iter().enumerate() {
+            if wanted & lane_bit(0, bit) == 0 {
+                continue;
             }
-            if l.out.0 != u32::MAX {
-                better(&mut out, l.out.0, l.out.1 + out_bonus);
+            match self.cached(key) {
+                Some(l) => acc.add(&l, bit, out_bonus),
+                None => missing |= lane_bit(0, bit),
             }
-            used |= l.used;
         }
+        if missing != 0 {
+            let fresh = self.fresh;
+            let mut lanes = self.lanes(mg, ctx, board, keys, rack, missing);
+            if self.fresh != fresh {
+                // The memo started afresh: the plays read above are gone.
+                (acc, missing) = (BestOf::default(), wanted);
+                lanes = self.lanes(mg, ctx, board, keys, rack, wanted);
+            }
+            for bit in (0..LANES).filter(|&bit| missing & lane_bit(0, bit) != 0) {
+                acc.add(&lanes[bit], bit, out_bonus);
+            }
+        }
+        let (keep, out) = (acc.keep, acc.out);
         // The pass (worth 0) comes last: it is best only when nothing else is better.
         let keep =
             if keep.0 == u32::MAX || keep.1 < 0 { (Move::PASS, 0) } else { (self.plays[keep.0 as usize], keep.1) };
-        Best { keep, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)), used }
+        Best { keep, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)), used: acc.used }
     }
 
     /// The rack tiles some play of `rack` on `board` uses (bit `t` for tile `t`), or at least
@@ -229,6 +275,7 @@ impl Plays {
                 } else {
                     slots.fill((0, Lane::default()));
                     self.plays.clear();
+                    self.fresh += 1;
                 }
             }
             Some(_) => {}
@@ -284,9 +331,10 @@ mod tests {
 
     /// The memo's invariant through growth and fresh starts: a memo of a few slots, doubling
     /// and starting afresh many times over, lists every position's moves as a generation from
-    /// scratch does (lanes in order, generation order within a lane, then the pass).
+    /// scratch does (lanes in order, generation order within a lane, then the pass), and finds
+    /// the same best plays in any set of lanes as a scan of that list.
     #[test]
-    fn a_memo_that_grows_and_starts_afresh_lists_what_generation_does() {
+    fn a_memo_that_grows_and_starts_afresh_lists_and_bests_what_generation_does() {
         let words: Vec<Vec<u8>> = [
             "AT", "TA", "AS", "IS", "IT", "TI", "AI", "RE", "ER", "ES", "TE", "ET", "AR", "EAT", "TEA", "ATE", "SEA",
             "SAT", "SIT", "TIE", "RAT", "ART", "TAR", "STAR", "RATE", "TEAR", "SEAT", "EAST", "REST", "STIR", "RISE",
@@ -337,6 +385,32 @@ mod tests {
                 want.push(Move::PASS);
                 assert_eq!(got, want, "rack {rack:?}");
                 listed += want.len();
+                // `best` over some of the lanes, read partly from the memo, partly generated:
+                // what a scan of the reference list finds first.
+                let wanted = if rng.below(2) == 0 { ALL_LANES } else { rng.below(1 << 30) as u32 };
+                let bonus = rng.below(20) as i32;
+                let (slots, plays) = (memo.slots.as_ref().map_or(0, |s| s.len()), memo.plays.len());
+                let got = memo.best(&mut mg, ctx, &board, &keys, &rack, bonus, wanted);
+                grew += (memo.slots.as_ref().map_or(0, |s| s.len()) > slots.max(4)) as usize;
+                fresh += (memo.plays.len() < plays) as usize;
+                let in_wanted =
+                    |m: &&Move| m.kind == Kind::Place && wanted >> (m.dir as usize * DIM + m.lane as usize) & 1 == 1;
+                let worth = |m: &Move| m.score + m.rack_tiles().map(|t| dist.score(t)).sum::<i32>();
+                let first_best = |out: bool| {
+                    let mut best: Option<(Move, i32)> = None;
+                    for m in want.iter().filter(in_wanted).filter(|m| (m.tiles_used() == rack.len()) == out) {
+                        let w = worth(m) + if out { bonus } else { 0 };
+                        if best.is_none_or(|(_, b)| w > b) {
+                            best = Some((*m, w));
+                        }
+                    }
+                    best
+                };
+                let keep = first_best(false).filter(|&(_, w)| w >= 0).unwrap_or((Move::PASS, 0));
+                assert_eq!(got.keep, keep, "rack {rack:?} lanes {wanted:#x}");
+                assert_eq!(got.out, first_best(true), "rack {rack:?} lanes {wanted:#x}");
+                let used = want.iter().filter(in_wanted).flat_map(|m| m.rack_tiles()).fold(0u64, |u, t| u | 1 << t);
+                assert_eq!(got.used, used, "rack {rack:?} lanes {wanted:#x}");
             }
         }
         assert!(grew >= 3 && fresh >= 3, "the index doubled {grew} times and started afresh {fresh} times");
