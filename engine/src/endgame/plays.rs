@@ -62,33 +62,6 @@ fn better(best: &mut (u32, i32), at: u32, worth: i32) {
     }
 }
 
-/// The best plays over several lanes, taken in any order: each the first best in lane order
-/// (as a scan of `Plays::all` meets them), as (index, worth, lane bit).
-struct BestOf {
-    keep: (u32, i32, usize),
-    out: (u32, i32, usize),
-    used: u64,
-}
-
-impl Default for BestOf {
-    fn default() -> Self {
-        Self { keep: (u32::MAX, 0, 0), out: (u32::MAX, 0, 0), used: 0 }
-    }
-}
-
-impl BestOf {
-    fn add(&mut self, l: &Lane, bit: usize, out_bonus: i32) {
-        let better = |best: &mut (u32, i32, usize), (at, worth): (u32, i32)| {
-            if at != u32::MAX && (best.0 == u32::MAX || worth > best.1 || (worth == best.1 && bit < best.2)) {
-                *best = (at, worth, bit);
-            }
-        };
-        better(&mut self.keep, l.keep);
-        better(&mut self.out, (l.out.0, l.out.1 + out_bonus));
-        self.used |= l.used;
-    }
-}
-
 /// The best plays of a frontier node by worth (score plus the face value of the tiles played,
 /// plus a bonus for going out), each the first best in `Plays::all`'s order: of the moves that
 /// keep a tile (the pass, worth 0, when no placement does), and of those going out; and the
@@ -123,9 +96,6 @@ pub(super) struct Plays {
     first_slots: usize,
     max_slots: usize,
     plays: Vec<Move>,
-    /// How many times the memo has started afresh (so that indices into `plays` read before a
-    /// call that generates are known to hold).
-    fresh: u32,
     /// The last answer of `all`.
     out: Vec<Move>,
     found: Vec<Move>,
@@ -141,7 +111,7 @@ impl Plays {
 
     /// A memo whose index starts at `first_slots` and doubles up to `max_slots` (powers of two).
     fn sized(first_slots: usize, max_slots: usize) -> Self {
-        Self { slots: None, first_slots, max_slots, plays: Vec::new(), fresh: 0, out: Vec::new(), found: Vec::new() }
+        Self { slots: None, first_slots, max_slots, plays: Vec::new(), out: Vec::new(), found: Vec::new() }
     }
 
     /// Every move of `rack` on `board` (whose lane keys are `keys`): all placements, then the
@@ -158,9 +128,6 @@ impl Plays {
 
     /// The best moves by worth in the lanes `wanted`, going out earning `out_bonus` more: what a
     /// scan of `all` would find first (when all lanes are wanted), without listing the moves.
-    ///
-    /// Called at every frontier node, mostly with the lanes in the memo: those are read
-    /// straight from their slots, and only the others are generated.
     #[allow(clippy::too_many_arguments)]
     pub fn best(
         &mut self,
@@ -172,34 +139,21 @@ impl Plays {
         out_bonus: i32,
         wanted: u32,
     ) -> Best {
-        let mut acc = BestOf::default();
-        let mut missing = 0u32;
-        for (bit, key) in slot_keys(keys, rack).into_iter().enumerate() {
-            if wanted & lane_bit(0, bit) == 0 {
-                continue;
+        let lanes = self.lanes(mg, ctx, board, keys, rack, wanted);
+        let (mut keep, mut out, mut used) = ((u32::MAX, 0), (u32::MAX, 0), 0);
+        for l in (0..LANES).filter(|&bit| wanted & lane_bit(0, bit) != 0).map(|bit| &lanes[bit]) {
+            if l.keep.0 != u32::MAX {
+                better(&mut keep, l.keep.0, l.keep.1);
             }
-            match self.cached(key) {
-                Some(l) => acc.add(&l, bit, out_bonus),
-                None => missing |= lane_bit(0, bit),
+            if l.out.0 != u32::MAX {
+                better(&mut out, l.out.0, l.out.1 + out_bonus);
             }
+            used |= l.used;
         }
-        if missing != 0 {
-            let fresh = self.fresh;
-            let mut lanes = self.lanes(mg, ctx, board, keys, rack, missing);
-            if self.fresh != fresh {
-                // The memo started afresh: the plays read above are gone.
-                (acc, missing) = (BestOf::default(), wanted);
-                lanes = self.lanes(mg, ctx, board, keys, rack, wanted);
-            }
-            for bit in (0..LANES).filter(|&bit| missing & lane_bit(0, bit) != 0) {
-                acc.add(&lanes[bit], bit, out_bonus);
-            }
-        }
-        let (keep, out) = (acc.keep, acc.out);
         // The pass (worth 0) comes last: it is best only when nothing else is better.
         let keep =
             if keep.0 == u32::MAX || keep.1 < 0 { (Move::PASS, 0) } else { (self.plays[keep.0 as usize], keep.1) };
-        Best { keep, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)), used: acc.used }
+        Best { keep, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)), used }
     }
 
     /// The rack tiles some play of `rack` on `board` uses (bit `t` for tile `t`), or at least
@@ -275,7 +229,6 @@ impl Plays {
                 } else {
                     slots.fill((0, Lane::default()));
                     self.plays.clear();
-                    self.fresh += 1;
                 }
             }
             Some(_) => {}
