@@ -970,9 +970,15 @@ impl Generator {
                 *q = p;
                 p += 1;
             }
-            let runs = Runs::of(&l.tiles, &self.scores);
-            let (lo, hi) = (runs.lo[ps[0]], runs.hi[ps[RACK_SIZE - 1]]);
-            let through_score = runs.before[hi + 1] - runs.before[lo];
+            // The main word runs on through any board tiles beside the window's ends.
+            let (mut lo, mut hi) = (ps[0], ps[RACK_SIZE - 1]);
+            while lo > 0 && l.tiles[lo - 1] != 0 {
+                lo -= 1;
+            }
+            while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
+                hi += 1;
+            }
+            let through_score = l.tiles[lo..=hi].iter().map(|&t| self.scores[t as usize]).sum();
             let (through, nt) = sorted_through(&l.tiles, lo, hi);
             let (a, b) = self.words_through(ctx, anagrams, real, blanks, &through[..nt]);
             for f in a..b {
