@@ -344,11 +344,16 @@ impl Generator {
                 let caps = if self.best_n.is_some() { self.caps(ctx, &runs) } else { [0; DIM] };
                 self.lane.caps = caps;
                 self.lanes[dir * DIM + lane_no].caps = caps;
-                let mut left_limit = 0;
-                for a in 0..DIM {
+                // Anchors are empty squares: each one's windows start after the one before.
+                let (empties, m, _) = empty_squares(&self.lane.tiles, 0, None);
+                let (mut left, mut left_limit) = (0, 0);
+                for (i, &a) in empties[..m].iter().enumerate() {
                     if self.lane.anchor[a] {
-                        let (keep, spend) =
-                            if self.best_n.is_some() { self.bound(&caps, &runs, a, left_limit) } else { (0, 0) };
+                        let (keep, spend) = if self.best_n.is_some() {
+                            self.bound(&caps, &runs, &empties[left..m], i - left)
+                        } else {
+                            (0, 0)
+                        };
                         self.anchors.push(Anchor {
                             keep,
                             spend,
@@ -357,7 +362,7 @@ impl Generator {
                             at: a as u8,
                             left_limit: left_limit as u8,
                         });
-                        left_limit = a + 1;
+                        (left, left_limit) = (i + 1, a + 1);
                     }
                 }
             }
@@ -527,16 +532,17 @@ impl Generator {
         cap
     }
 
-    /// Admissible upper bound (millipoints) on the equity of any placement generated from
-    /// anchor `a`: the placed tiles fill `k` consecutive empty squares of the window around the
+    /// Admissible upper bound (millipoints) on the equity of any placement generated from the
+    /// anchor `empties[ai]` (`empties`: the loaded lane's empty squares from the one after the
+    /// anchor before it): the placed tiles fill `k` consecutive empty squares of the window around the
     /// anchor; the best rack tile scores go on the best-paying squares (rearrangement
     /// inequality) or, if lower, each square gets the best tile its cross-set admits; every
     /// cross-word counts; plus the best leave for `k` tiles: (keeping every blank, using one).
-    fn bound(&self, caps: &[i32; DIM], runs: &Runs, a: usize, left_limit: usize) -> (i32, i32) {
+    fn bound(&self, caps: &[i32; DIM], runs: &Runs, empties: &[usize], ai: usize) -> (i32, i32) {
         let l = &self.lane;
         let scores = &self.rack_scores;
         let r = self.max_place;
-        let (empties, m, ai) = empty_squares(&l.tiles, left_limit, a);
+        let m = empties.len();
         // Best score bound for each tile count.
         let mut best = [i32::MIN; 8];
         // Windows by leftmost empty square `j`, growing rightwards one tile at a time.
@@ -565,7 +571,8 @@ impl Generator {
                 .max()
                 .unwrap_or(i32::MIN)
         };
-        (with(&self.leave_keep), with(&self.leave_use))
+        // Without a blank on the rack there are no plays spending one.
+        (with(&self.leave_keep), if self.rack[0] > 0 { with(&self.leave_use) } else { i32::MIN })
     }
 
     /// Best-move search without the graph: choose whether generators search with the word
@@ -626,7 +633,7 @@ impl Generator {
     fn word_map_anchor(&mut self, map: &Anagrams, a: usize, left_limit: usize, blanks: u8) {
         let l = self.lane;
         let r = self.max_place;
-        let (empties, m, ai) = empty_squares(&l.tiles, left_limit, a);
+        let (empties, m, ai) = empty_squares(&l.tiles, left_limit, Some(a));
         let runs = Runs::of(&l.tiles, &self.scores);
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
             let lo = runs.lo[empties[j]];
@@ -1263,9 +1270,9 @@ impl Coefs {
 }
 
 /// The lane's empty squares from `left_limit` on (their positions, then how many), and which
-/// of them is anchor `a`: the windows a play from `a` can fill.
+/// of them is anchor `a` (0 without one): the windows a play from `a` can fill.
 #[inline]
-fn empty_squares(tiles: &[u8; DIM], left_limit: usize, a: usize) -> ([usize; DIM], usize, usize) {
+fn empty_squares(tiles: &[u8; DIM], left_limit: usize, a: Option<usize>) -> ([usize; DIM], usize, usize) {
     let mut empties = [0usize; DIM];
     let mut m = 0;
     for (p, &t) in tiles.iter().enumerate().skip(left_limit) {
@@ -1274,7 +1281,7 @@ fn empty_squares(tiles: &[u8; DIM], left_limit: usize, a: usize) -> ([usize; DIM
             m += 1;
         }
     }
-    let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
+    let ai = a.map_or(0, |a| empties[..m].iter().position(|&p| p == a).expect("anchor is empty"));
     (empties, m, ai)
 }
 
