@@ -121,6 +121,8 @@ pub struct Generator {
     dir: usize,
     lane_no: usize,
     anchor: usize,
+    /// The square after the anchor is empty or off the board: a word may end at the anchor.
+    right_open: bool,
     left_limit: usize,
     rack: [u8; 64],
     /// Rack counts before any tile of the current word was placed.
@@ -217,6 +219,7 @@ impl Generator {
             dir: 0,
             lane_no: 0,
             anchor: 0,
+            right_open: false,
             left_limit: 0,
             rack: [0; 64],
             full_rack: [0; 64],
@@ -408,6 +411,7 @@ impl Generator {
                 }
                 self.load(a);
                 self.anchor = a.at as usize;
+                self.right_open = self.anchor + 1 == DIM || self.lane.tiles[self.anchor + 1] == 0;
                 self.left_limit = a.left_limit as usize;
                 let acc = Acc { main: 0, word_mult: 1, perp: 0, placed: 0, used: 0, start: a.at as u32 };
                 self.extend(ctx.kwg, self.anchor, ctx.kwg.gaddag_root(), true, acc);
@@ -543,8 +547,9 @@ impl Generator {
         let scores = &self.rack_scores;
         let r = self.max_place;
         let m = empties.len();
-        // Best score bound for each tile count.
-        let mut best = [i32::MIN; 8];
+        // Without a blank on the rack there are no plays spending one.
+        let blank = self.rack[0] > 0;
+        let (mut keep, mut spend) = (i32::MIN, i32::MIN);
         // Windows by leftmost empty square `j`, growing rightwards one tile at a time.
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
             let lo = runs.lo[empties[j]];
@@ -561,18 +566,16 @@ impl Generator {
                 let hi = runs.hi[p];
                 let existing = runs.before[hi + 1] - runs.before[lo];
                 let fixed = existing * c.word_mult + c.perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
-                best[k] = best[k].max(fixed + c.paired(scores));
+                let score = 1000 * (fixed + c.paired(scores));
+                if self.leave_keep[k] > i32::MIN {
+                    keep = keep.max(score + self.leave_keep[k]);
+                }
+                if blank && self.leave_use[k] > i32::MIN {
+                    spend = spend.max(score + self.leave_use[k]);
+                }
             }
         }
-        let with = |leaves: &[i32; 8]| {
-            (1..8)
-                .filter(|&k| best[k] > i32::MIN && leaves[k] > i32::MIN)
-                .map(|k| best[k] * 1000 + leaves[k])
-                .max()
-                .unwrap_or(i32::MIN)
-        };
-        // Without a blank on the rack there are no plays spending one.
-        (with(&self.leave_keep), if self.rack[0] > 0 { with(&self.leave_use) } else { i32::MIN })
+        (keep, spend)
     }
 
     /// Best-move search without the graph: choose whether generators search with the word
@@ -825,8 +828,7 @@ impl Generator {
         if left {
             let acc = Acc { start: pos as u32, ..acc };
             let left_open = pos == 0 || tiles[pos - 1] == 0;
-            let right_open = self.anchor + 1 == DIM || tiles[self.anchor + 1] == 0;
-            if kwg.accepts(n) && left_open && right_open {
+            if kwg.accepts(n) && left_open && self.right_open {
                 self.record(pos, self.anchor, acc);
             }
             let list = kwg.arc(n);
