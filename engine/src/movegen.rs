@@ -348,7 +348,7 @@ impl Generator {
                 self.lane.caps = caps;
                 self.lanes[dir * DIM + lane_no].caps = caps;
                 // Anchors are empty squares: each one's windows start after the one before.
-                let (empties, m, _) = empty_squares(&self.lane.tiles, 0, None);
+                let (empties, m) = empty_squares(&self.lane.tiles, 0);
                 let (mut left, mut left_limit) = (0, 0);
                 for (i, &a) in empties[..m].iter().enumerate() {
                     if self.lane.anchor[a] {
@@ -538,10 +538,11 @@ impl Generator {
 
     /// Admissible upper bound (millipoints) on the equity of any placement generated from the
     /// anchor `empties[ai]` (`empties`: the loaded lane's empty squares from the one after the
-    /// anchor before it): the placed tiles fill `k` consecutive empty squares of the window around the
-    /// anchor; the best rack tile scores go on the best-paying squares (rearrangement
-    /// inequality) or, if lower, each square gets the best tile its cross-set admits; every
-    /// cross-word counts; plus the best leave for `k` tiles: (keeping every blank, using one).
+    /// anchor before it): the placed tiles fill `k` consecutive empty squares of the window
+    /// around the anchor; the best rack tile scores go on the best-paying squares
+    /// (rearrangement inequality) or, if lower, each square gets the best tile its cross-set
+    /// admits; every cross-word counts; plus the best leave for `k` tiles: (keeping every
+    /// blank, using one).
     fn bound(&self, caps: &[i32; DIM], runs: &Runs, empties: &[usize], ai: usize) -> (i32, i32) {
         let l = &self.lane;
         let scores = &self.rack_scores;
@@ -636,7 +637,8 @@ impl Generator {
     fn word_map_anchor(&mut self, map: &Anagrams, a: usize, left_limit: usize, blanks: u8) {
         let l = self.lane;
         let r = self.max_place;
-        let (empties, m, ai) = empty_squares(&l.tiles, left_limit, Some(a));
+        let (empties, m) = empty_squares(&l.tiles, left_limit);
+        let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
         let runs = Runs::of(&l.tiles, &self.scores);
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
             let lo = runs.lo[empties[j]];
@@ -1271,10 +1273,9 @@ impl Coefs {
     }
 }
 
-/// The lane's empty squares from `left_limit` on (their positions, then how many), and which
-/// of them is anchor `a` (0 without one): the windows a play from `a` can fill.
+/// The lane's empty squares from `left_limit` on: their positions, then how many.
 #[inline]
-fn empty_squares(tiles: &[u8; DIM], left_limit: usize, a: Option<usize>) -> ([usize; DIM], usize, usize) {
+fn empty_squares(tiles: &[u8; DIM], left_limit: usize) -> ([usize; DIM], usize) {
     let mut empties = [0usize; DIM];
     let mut m = 0;
     for (p, &t) in tiles.iter().enumerate().skip(left_limit) {
@@ -1283,8 +1284,7 @@ fn empty_squares(tiles: &[u8; DIM], left_limit: usize, a: Option<usize>) -> ([us
             m += 1;
         }
     }
-    let ai = a.map_or(0, |a| empties[..m].iter().position(|&p| p == a).expect("anchor is empty"));
-    (empties, m, ai)
+    (empties, m)
 }
 
 #[cfg(test)]

@@ -304,6 +304,13 @@ mod tests {
         let mut memo = Plays::sized(4, 64);
         let (mut mg, mut reference) = (Generator::new(), Generator::new());
         let (mut grew, mut fresh, mut listed) = (0, 0, 0);
+        // The index's slots and the plays held; whether a call doubled the one or emptied the
+        // other.
+        let sizes = |memo: &Plays| (memo.slots.as_ref().map_or(0, |s| s.len()), memo.plays.len());
+        let count = |(slots, plays): (usize, usize), after: (usize, usize), grew: &mut usize, fresh: &mut usize| {
+            *grew += (after.0 > slots.max(4)) as usize;
+            *fresh += (after.1 < plays) as usize;
+        };
         for _ in 0..40 {
             let mut board = Board::new();
             for _ in 0..6 + rng.below(20) {
@@ -316,10 +323,9 @@ mod tests {
             for _ in 0..8 {
                 let rack: Vec<u8> =
                     (0..1 + rng.below(7)).map(|_| [0, 1, 5, 9, 18, 19, 20][rng.below(7) as usize]).collect();
-                let (slots, plays) = (memo.slots.as_ref().map_or(0, |s| s.len()), memo.plays.len());
+                let before = sizes(&memo);
                 let got = memo.all(&mut mg, ctx, &board, &keys, &rack).to_vec();
-                grew += (memo.slots.as_ref().map_or(0, |s| s.len()) > slots.max(4)) as usize;
-                fresh += (memo.plays.len() < plays) as usize;
+                count(before, sizes(&memo), &mut grew, &mut fresh);
                 let leaves = RackLeaves::new(&rack, |_| 0);
                 let req = Request {
                     board: &board,
@@ -342,10 +348,9 @@ mod tests {
                 // what a scan of the reference list finds first.
                 let wanted = if rng.below(2) == 0 { ALL_LANES } else { rng.below(1 << 30) as u32 };
                 let bonus = rng.below(20) as i32;
-                let (slots, plays) = (memo.slots.as_ref().map_or(0, |s| s.len()), memo.plays.len());
+                let before = sizes(&memo);
                 let got = memo.best(&mut mg, ctx, &board, &keys, &rack, bonus, wanted);
-                grew += (memo.slots.as_ref().map_or(0, |s| s.len()) > slots.max(4)) as usize;
-                fresh += (memo.plays.len() < plays) as usize;
+                count(before, sizes(&memo), &mut grew, &mut fresh);
                 let in_wanted =
                     |m: &&Move| m.kind == Kind::Place && wanted >> (m.dir as usize * DIM + m.lane as usize) & 1 == 1;
                 let worth = |m: &Move| m.score + m.rack_tiles().map(|t| dist.score(t)).sum::<i32>();
