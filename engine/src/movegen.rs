@@ -161,8 +161,12 @@ pub struct Generator {
     /// Per call: the anagram-index words for each set of played-through letters seen so far,
     /// as (key of the sorted through letters, range of `found`).
     through_words: Vec<(u128, u32, u32)>,
-    /// Per call: the windows `bingos` looks up, as (bound, lane, first square).
-    bingo_windows: Vec<(i32, u8, u8)>,
+    /// Per call: the same for windows through at most one board tile (more than half of
+    /// them), by that tile's letter (0: none), known where `through_one_known` has its bit.
+    through_one: [(u32, u32); 64],
+    through_one_known: u64,
+    /// Per call: the windows `bingos` looks up, as (bound, lane, squares).
+    bingo_windows: Vec<(i32, u8, [u8; RACK_SIZE])>,
     found: Vec<u32>,
     /// Best-move search looks words up in the word map (see `word_map_anchor`).
     word_map: bool,
@@ -242,6 +246,8 @@ impl Generator {
             vowel_penalty: 0,
             beside_premium: [false; SQUARES],
             through_words: Vec::new(),
+            through_one: [(0, 0); 64],
+            through_one_known: 0,
             bingo_windows: Vec::new(),
             found: Vec::new(),
             word_map: word_map_on(),
@@ -919,6 +925,7 @@ impl Generator {
         let real = &real[..n];
         let fits = if blanks > 0 { !0 } else { self.rack_letters } & !1;
         self.through_words.clear();
+        self.through_one_known = 0;
         self.found.clear();
         self.looked.clear(); // it holds ranges of `found`
         // Windows of seven empty squares that reach an anchor, as (bound, lane, first square).
@@ -963,40 +970,48 @@ impl Generator {
                         }
                         None => i32::MAX,
                     };
-                    windows.push((bound, (dir * DIM + lane_no) as u8, ps[0] as u8));
+                    windows.push((bound, (dir * DIM + lane_no) as u8, std::array::from_fn(|i| ps[i] as u8)));
                 }
             }
         }
         if ordered {
             windows.sort_unstable_by_key(|w| std::cmp::Reverse(w.0));
         }
-        for &(bound, lane, first) in &windows {
+        for &(bound, lane, squares) in &windows {
             if bound < self.cut() {
                 break;
             }
             let lane = lane as usize;
-            (self.lane, self.dir, self.lane_no) = (self.lanes[lane], lane / DIM, lane % DIM);
-            let l = &self.lane;
-            let mut ps = [0usize; RACK_SIZE];
-            let mut p = first as usize;
-            for q in &mut ps {
-                while l.tiles[p] != 0 {
-                    p += 1;
-                }
-                *q = p;
-                p += 1;
-            }
+            let ps = squares.map(|p| p as usize);
             // The main word runs on through any board tiles beside the window's ends.
+            let tiles = &self.lanes[lane].tiles;
             let (mut lo, mut hi) = (ps[0], ps[RACK_SIZE - 1]);
-            while lo > 0 && l.tiles[lo - 1] != 0 {
+            while lo > 0 && tiles[lo - 1] != 0 {
                 lo -= 1;
             }
-            while hi + 1 < DIM && l.tiles[hi + 1] != 0 {
+            while hi + 1 < DIM && tiles[hi + 1] != 0 {
                 hi += 1;
             }
-            let through_score = l.tiles[lo..=hi].iter().map(|&t| self.scores[t as usize]).sum();
-            let (through, nt) = sorted_through(&l.tiles, lo, hi);
-            let (a, b) = self.words_through(ctx, anagrams, real, blanks, &through[..nt]);
+            // Most windows hold no word: found out from the letters played through before
+            // anything else is computed, with no sort for one letter or none.
+            let (a, b) = if hi + 1 - lo <= RACK_SIZE + 1 {
+                let t = tiles[lo..=hi].iter().find(|&&t| t != 0).map_or(0, |&t| letter_of(t));
+                if self.through_one_known >> t & 1 == 0 {
+                    let through = [t];
+                    self.through_one[t as usize] =
+                        self.words_through(ctx, anagrams, real, blanks, &through[..(t != 0) as usize]);
+                    self.through_one_known |= 1 << t;
+                }
+                self.through_one[t as usize]
+            } else {
+                let (through, nt) = sorted_through(tiles, lo, hi);
+                self.words_through(ctx, anagrams, real, blanks, &through[..nt])
+            };
+            if a == b {
+                continue;
+            }
+            (self.lane, self.dir, self.lane_no) = (self.lanes[lane], lane / DIM, lane % DIM);
+            let through_score = self.lane.tiles[lo..=hi].iter().map(|&t| self.scores[t as usize]).sum();
             for f in a..b {
                 let word = anagrams.word(self.found[f as usize]);
                 self.place_word(&ps, lo, hi, through_score, word, real, blanks, (1 << RACK_SIZE) - 1);

@@ -187,7 +187,11 @@ impl Filter {
 #[inline]
 pub fn key(sorted: &[u8]) -> u128 {
     debug_assert!(sorted.len() <= MAX_WORD_LEN);
-    sorted.iter().fold(0u128, |k, &t| k << 8 | t as u128)
+    // The letters as the low bytes of a big-endian integer: one copy, not a shift per letter
+    // (the fold cost 2% of a static game).
+    let mut bytes = [0u8; 16];
+    bytes[16 - sorted.len()..].copy_from_slice(sorted);
+    u128::from_be_bytes(bytes)
 }
 
 #[cfg(test)]
@@ -222,6 +226,25 @@ mod tests {
         eight.sort_unstable();
         assert_eq!(a.of_sorted(&eight).len(), 1);
         assert!(a.plus_one(&letters).is_empty(), "the bingo index has no short keys");
+    }
+
+    #[test]
+    fn keys_tell_sequences_apart_up_to_a_boards_length() {
+        // Every sequence of up to three letters from {1, 2, 63}, and the longest words.
+        let mut seqs: Vec<Vec<u8>> = vec![vec![]];
+        for len in 1..=3 {
+            let shorter: Vec<Vec<u8>> = seqs.iter().filter(|s| s.len() == len - 1).cloned().collect();
+            for s in shorter {
+                for t in [1u8, 2, 63] {
+                    seqs.push([s.as_slice(), &[t]].concat());
+                }
+            }
+        }
+        seqs.push(vec![63; MAX_WORD_LEN]);
+        seqs.push([vec![1], vec![63; MAX_WORD_LEN - 1]].concat());
+        let keys: std::collections::HashSet<u128> = seqs.iter().map(|s| key(s)).collect();
+        assert_eq!(keys.len(), seqs.len());
+        assert_eq!(key(&[1, 2]), 0x0102, "the first letter is the most significant byte");
     }
 
     #[test]
