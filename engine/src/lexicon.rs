@@ -16,6 +16,7 @@ use crate::tiles::Distribution;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub mod anagrams;
 use anagrams::Anagrams;
@@ -38,6 +39,9 @@ pub struct Kwg {
     anagrams: OnceLock<Anagrams>,
     /// Every word by alphagram, built on first use by best-move search.
     word_map: OnceLock<Anagrams>,
+    /// Distinct for each graph loaded or built in this process (a clone keeps it): what data
+    /// derived from the graph and kept across calls is checked against.
+    id: u64,
 }
 
 /// Graphs are equal when their nodes are: the rest is derived.
@@ -96,6 +100,11 @@ impl Kwg {
             crate::memory::prefetch(letters);
             crate::memory::prefetch(node);
         }
+    }
+
+    /// This graph's number in this process (see the field).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Tiles of the sibling list starting at `list`, as a bitmask (0 for the empty list).
@@ -214,7 +223,9 @@ impl Kwg {
             let later = if nodes[i] & IS_END == 0 && i + 1 < nodes.len() { letters[i + 1] } else { 0 };
             letters[i] = own | later;
         }
-        Ok(Self { nodes, letters, anagrams: OnceLock::new(), word_map: OnceLock::new() })
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        Ok(Self { nodes, letters, anagrams: OnceLock::new(), word_map: OnceLock::new(), id })
     }
 
     pub fn load(path: &Path) -> Result<Self, DataError> {

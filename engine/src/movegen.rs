@@ -144,6 +144,8 @@ pub struct Generator {
     best_n: Option<usize>,
     opening: bool,
     anchors: Vec<Anchor>,
+    /// Best-move mode: each lane's extension sets (see `caps`), across then down.
+    extensions: Vec<Extensions>,
     /// Best-move mode: the buffer of `ranked`'s heap.
     ranked: Vec<u64>,
     /// All 30 lanes as loaded for this call (across lanes, then down).
@@ -245,6 +247,7 @@ impl Generator {
             opening: false,
             anchors: Vec::with_capacity(256),
             ranked: Vec::with_capacity(256),
+            extensions: vec![Extensions::NONE; 2 * DIM],
             lanes: vec![Lane::default(); 2 * DIM],
             rack_scores: [0; RACK_SIZE],
             rack_letters: 0,
@@ -549,10 +552,14 @@ impl Generator {
 
     /// Best tile score each square of the loaded lane admits from this rack, -1 where no rack
     /// tile fits (occupied squares: unused). A square beside board tiles in the lane admits
-    /// only letters some word has there (`extension`).
-    fn caps(&self, ctx: Ctx, runs: &Runs) -> [i32; DIM] {
+    /// only letters some word has there (`extension`, kept between calls in `Extensions`).
+    fn caps(&mut self, ctx: Ctx, runs: &Runs) -> [i32; DIM] {
         let l = &self.lane;
         let blank = self.rack[0] > 0;
+        let ext = &mut self.extensions[self.dir * DIM + self.lane_no];
+        if ext.graph != ctx.kwg.id() || ext.tiles != l.tiles {
+            *ext = Extensions { graph: ctx.kwg.id(), tiles: l.tiles, ..Extensions::NONE };
+        }
         let mut cap = [0i32; DIM];
         for (p, c) in cap.iter_mut().enumerate() {
             if l.tiles[p] != 0 {
@@ -562,7 +569,7 @@ impl Generator {
             let beside = (p > 0 && l.tiles[p - 1] != 0) || (p + 1 < DIM && l.tiles[p + 1] != 0);
             let mut fits = cross & self.rack_letters;
             if beside {
-                fits = extension(ctx.kwg, &l.tiles, runs, p, fits);
+                fits = ext.admit(ctx.kwg, runs, p, fits);
             }
             // A blank needs only some letter to fit: looked for among the rest only when no
             // rack letter does.
@@ -573,7 +580,7 @@ impl Generator {
                     fits &= fits - 1;
                 }
                 best
-            } else if blank && cross != 0 && (!beside || extension(ctx.kwg, &l.tiles, runs, p, cross) != 0) {
+            } else if blank && cross != 0 && (!beside || ext.admit(ctx.kwg, runs, p, cross) != 0) {
                 0
             } else {
                 -1
@@ -1237,6 +1244,34 @@ fn sorted_through(tiles: &[u8; DIM], lo: usize, hi: usize) -> ([u8; DIM], usize)
     }
     through[..n].sort_unstable();
     (through, n)
+}
+
+/// One lane's `extension` sets as far as they have been asked for, kept between calls: they
+/// depend only on the lane's tiles and the graph, and between two turns most lanes are
+/// unchanged.
+#[derive(Clone, Copy)]
+struct Extensions {
+    /// The graph (`Kwg::id`) and tiles they hold for; graph 0 (no graph's): nothing yet.
+    graph: u64,
+    tiles: [u8; DIM],
+    /// By square: the letters asked about so far, and those of them some word admits.
+    asked: [u64; DIM],
+    admitted: [u64; DIM],
+}
+
+impl Extensions {
+    const NONE: Self = Extensions { graph: 0, tiles: [0; DIM], asked: [0; DIM], admitted: [0; DIM] };
+
+    /// `extension(kwg, tiles, runs, p, want)`, working out only the letters not asked before.
+    #[inline]
+    fn admit(&mut self, kwg: &Kwg, runs: &Runs, p: usize, want: u64) -> u64 {
+        let new = want & !self.asked[p];
+        if new != 0 {
+            self.admitted[p] |= extension(kwg, &self.tiles, runs, p, new);
+            self.asked[p] |= new;
+        }
+        want & self.admitted[p]
+    }
 }
 
 /// A lane's runs of board tiles: the face values of the tiles before each square, and each

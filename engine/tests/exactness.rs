@@ -194,3 +194,26 @@ fn plays_outside_the_changed_lanes_are_unchanged() {
     }
     assert!(checked > 100, "{checked}");
 }
+
+/// Best-move search keeps what it learned about each lane's tiles between calls: a generator
+/// used on one lexicon, then another, then the first again, on the same boards (cross-sets
+/// recomputed for each), must find what a fresh generator finds each time.
+#[test]
+fn a_generator_reused_across_lexicons_finds_what_a_fresh_one_does() {
+    let fresh = || {
+        let mut g = Generator::new();
+        g.use_word_map(false);
+        g
+    };
+    let mut shared = fresh();
+    for (i, (board, rack)) in positions(enable(), 60, 31).iter().enumerate() {
+        let leaves = RackLeaves::new(rack, |_| 0);
+        for lex in [enable(), scrambled(), enable()] {
+            let mut board = board.clone();
+            board.recompute_all(&lex.kwg, dist());
+            let req = Request { board: &board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+            let expected = fresh().generate(ctx(lex), &req, Mode::Best(3)).to_vec();
+            assert_eq!(shared.generate(ctx(lex), &req, Mode::Best(3)), expected.as_slice(), "position {i}");
+        }
+    }
+}
