@@ -142,6 +142,10 @@ pub struct Generator {
     max_place: usize,
     word: [u8; DIM],
     best_n: Option<usize>,
+    /// Lowest equity a new move must reach to be kept. Best-move mode: the `n`-th best so far
+    /// once there are `n` (`i32::MIN` before, and in all-moves mode); a field rather than a
+    /// look into `moves` because every word found is checked against it.
+    cut: i32,
     opening: bool,
     anchors: Vec<Anchor>,
     /// Best-move mode: each lane's extension sets (see `caps`), across then down.
@@ -244,6 +248,7 @@ impl Generator {
             max_place: 0,
             word: [0; DIM],
             best_n: None,
+            cut: i32::MIN,
             opening: false,
             anchors: Vec::with_capacity(256),
             ranked: Vec::with_capacity(256),
@@ -284,6 +289,7 @@ impl Generator {
     /// generated.
     pub fn generate_lanes(&mut self, ctx: Ctx, req: &Request, mode: Mode, lanes: u32, known: Option<Move>) -> &[Move] {
         self.moves.clear();
+        self.cut = i32::MIN;
         self.best_n = match mode {
             Mode::All => None,
             Mode::Best(n) => Some(n.max(1)),
@@ -409,7 +415,7 @@ impl Generator {
             for spent in 0..=self.rack[0] {
                 let mut ranked = self.ranked(&anchors, |a| if spent == 0 { a.keep } else { a.spend });
                 while let Some(key) = ranked.pop() {
-                    if bound_of(key) < self.cut() {
+                    if bound_of(key) < self.cut {
                         break;
                     }
                     let a = &anchors[key as u32 as usize];
@@ -425,7 +431,7 @@ impl Generator {
         } else {
             let mut ranked = self.ranked(&anchors, |a| a.keep.max(a.spend));
             while let Some(key) = ranked.pop() {
-                let cut = self.cut();
+                let cut = self.cut;
                 if bound_of(key) < cut {
                     break;
                 }
@@ -443,7 +449,7 @@ impl Generator {
     /// first and stops after about a fifth of them, so the rest are never put in order (a
     /// full sort cost 2.5% of a static game).
     fn ranked(&mut self, anchors: &[Anchor], bound: impl Fn(&Anchor) -> i32) -> BinaryHeap<u64> {
-        let cut = self.cut();
+        let cut = self.cut;
         let mut keys = std::mem::take(&mut self.ranked);
         keys.clear();
         keys.extend(
@@ -481,15 +487,6 @@ impl Generator {
         }
     }
 
-    /// Lowest equity a new move must reach to be kept.
-    #[inline]
-    fn cut(&self) -> i32 {
-        match self.best_n {
-            Some(n) if self.moves.len() >= n => self.moves[n - 1].equity,
-            _ => i32::MIN,
-        }
-    }
-
     #[inline]
     fn push(&mut self, m: Move) {
         let Some(n) = self.best_n else {
@@ -504,6 +501,9 @@ impl Generator {
             self.moves.pop();
         }
         self.moves.insert(at, m);
+        if self.moves.len() >= n {
+            self.cut = self.moves[n - 1].equity;
+        }
     }
 
     fn exchanges(&mut self, req: &Request) {
@@ -512,7 +512,7 @@ impl Generator {
         for used in 1u32..(1 << slots.len()) {
             let equity = req.leaves.by_used[used as usize];
             // Non-canonical masks hold i32::MIN; in best mode most exchanges miss the cut.
-            if equity < self.cut() || !RackLeaves::canonical(slots, used) {
+            if equity < self.cut || !RackLeaves::canonical(slots, used) {
                 continue;
             }
             let mut n = 0;
@@ -713,7 +713,7 @@ impl Generator {
                 let fixed = existing * c.word_mult + c.perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
                 let top = fixed + c.paired(&self.rack_scores);
                 let best_leave = if blanks == 0 { self.leave_keep[k] } else { self.leave_use[k] };
-                if best_leave == i32::MIN || top * 1000 + best_leave < self.cut() {
+                if best_leave == i32::MIN || top * 1000 + best_leave < self.cut {
                     continue; // no subset of this size can reach the threshold here
                 }
                 let (through, nt) = sorted_through(&l.tiles, lo, hi);
@@ -723,7 +723,7 @@ impl Generator {
                     if sub.blanks != blanks {
                         continue;
                     }
-                    let cut = self.cut();
+                    let cut = self.cut;
                     if top * 1000 + sub.leave < cut {
                         break; // best leave first: no later subset can reach it either
                     }
@@ -934,10 +934,7 @@ impl Generator {
         if self.vowel_penalty != 0 {
             equity -= self.vowel_penalty * self.opening_vowels(start, end);
         }
-        if let Some(n) = self.best_n
-            && self.moves.len() >= n
-            && equity < self.moves[n - 1].equity
-        {
+        if equity < self.cut {
             return;
         }
         let m = Move {
@@ -1025,7 +1022,7 @@ impl Generator {
             windows.sort_unstable_by_key(|w| std::cmp::Reverse(w.0));
         }
         for &(bound, lane, squares) in &windows {
-            if bound < self.cut() {
+            if bound < self.cut {
                 break;
             }
             let lane = lane as usize;
