@@ -473,7 +473,9 @@ impl Generator {
         self.right_open = self.anchor + 1 == DIM || self.lane.tiles[self.anchor + 1] == 0;
         self.left_limit = a.left_limit as usize;
         let acc = Acc { main: 0, word_mult: 1, perp: 0, placed: 0, used: 0, start: a.at as u32 };
-        self.extend::<true>(kwg, self.anchor, kwg.gaddag_root(), acc);
+        if self.worth(kwg, self.anchor, kwg.gaddag_root(), acc) {
+            self.extend::<true>(kwg, self.anchor, kwg.gaddag_root(), acc);
+        }
         self.rack[0] = blanks;
     }
 
@@ -822,16 +824,10 @@ impl Generator {
             }
             return;
         }
-        if acc.placed as usize == self.max_place {
-            return;
-        }
+        // Called only where `worth` holds: some tile may go here.
         let fits = if self.rack[0] > 0 { !0 } else { self.rack_letters };
-        let allowed = self.lane.cross[pos] & fits & !1;
-        if allowed == 0 {
-            return;
-        }
         let letters = kwg.letters(list);
-        let mut playable = letters & allowed;
+        let mut playable = letters & self.lane.cross[pos] & fits & !1;
         let mut ahead = playable;
         while ahead != 0 {
             let t = ahead.trailing_zeros();
@@ -895,12 +891,13 @@ impl Generator {
             if list == 0 {
                 return;
             }
-            if pos > self.left_limit {
+            if pos > self.left_limit && self.worth(kwg, pos - 1, list, acc) {
                 self.extend::<true>(kwg, pos - 1, list, acc);
             }
             if left_open
                 && self.anchor + 1 < DIM
                 && let Some(sep) = kwg.child(list, SEPARATOR)
+                && self.worth(kwg, self.anchor + 1, kwg.arc(sep), acc)
             {
                 self.extend::<false>(kwg, self.anchor + 1, kwg.arc(sep), acc);
             }
@@ -909,10 +906,20 @@ impl Generator {
                 self.record(acc.start as usize, pos, acc);
             }
             let list = kwg.arc(n);
-            if list != 0 && pos + 1 < DIM {
+            if list != 0 && pos + 1 < DIM && self.worth(kwg, pos + 1, list, acc) {
                 self.extend::<false>(kwg, pos + 1, list, acc);
             }
         }
+    }
+
+    /// Whether `extend` at `pos` from `list` could go anywhere: a board tile to follow, or a
+    /// rack tile the graph and the cross-set allow. Checked before the call, because most
+    /// calls would return at once and their entry and exit cost more than the check.
+    #[inline(always)]
+    fn worth(&self, kwg: &Kwg, pos: usize, list: u32, acc: Acc) -> bool {
+        let fits = if self.rack[0] > 0 { !0 } else { self.rack_letters };
+        self.lane.tiles[pos] != 0
+            || (acc.placed as usize) < self.max_place && self.lane.cross[pos] & fits & kwg.letters(list) & !1 != 0
     }
 
     #[inline]
