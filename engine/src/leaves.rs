@@ -81,25 +81,12 @@ impl Klv {
     }
 
     /// From sibling list `list`, reached with `idx` words before it, find `tile`: its node and
-    /// the index the word ending there would have.
+    /// the index the word ending there would have (the words of the siblings before it come
+    /// from the counts, without a walk along them).
     #[inline]
-    fn step(&self, list: u32, mut idx: u32, tile: u8) -> Option<(u32, u32)> {
-        let k = &self.kwg;
-        if list == 0 {
-            return None;
-        }
-        let mut i = list;
-        loop {
-            let t = k.tile(i);
-            if t == tile {
-                return Some((i, idx));
-            }
-            if t > tile || k.is_end(i) {
-                return None;
-            }
-            idx += self.counts[i as usize] - self.counts[i as usize + 1];
-            i += 1;
-        }
+    fn step(&self, list: u32, idx: u32, tile: u8) -> Option<(u32, u32)> {
+        let i = self.kwg.child(list, tile)?;
+        Some((i, idx + self.counts[list as usize] - self.counts[i as usize]))
     }
 
     /// Word index of a sorted leave, if the table has it.
