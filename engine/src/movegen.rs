@@ -148,8 +148,8 @@ pub struct Generator {
     cut: i32,
     opening: bool,
     anchors: Vec<Anchor>,
-    /// Best-move mode: each lane's extension sets (see `caps`), across then down.
-    extensions: Vec<Extensions>,
+    /// Best-move mode: each lane's memo, across then down.
+    memos: Vec<LaneMemo>,
     /// Best-move mode: the buffer of `ranked`'s heap.
     ranked: Vec<u64>,
     /// All 30 lanes as loaded for this call (across lanes, then down).
@@ -252,7 +252,7 @@ impl Generator {
             opening: false,
             anchors: Vec::with_capacity(256),
             ranked: Vec::with_capacity(256),
-            extensions: vec![Extensions::NONE; 2 * DIM],
+            memos: vec![LaneMemo::NONE; 2 * DIM],
             lanes: vec![Lane::default(); 2 * DIM],
             rack_scores: [0; RACK_SIZE],
             rack_letters: 0,
@@ -316,6 +316,7 @@ impl Generator {
                     if (t as u8 & !BLANK_BIT) < ctx.dist.size() as u8 { ctx.dist.score(t as u8) } else { 0 };
             }
             self.scores_of = ctx.dist.scores().to_vec();
+            self.memos.fill(LaneMemo::NONE); // their runs hold tile scores
         }
         self.by_used = req.leaves.by_used;
         self.first_slot = req.leaves.first_slot;
@@ -370,8 +371,17 @@ impl Generator {
                 if !self.lane.anchor.contains(&true) {
                     continue;
                 }
-                let runs = Runs::of(&self.lane.tiles, &self.scores);
-                let caps = if self.best_n.is_some() { self.caps(ctx, &runs) } else { [0; DIM] };
+                let ix = dir * DIM + lane_no;
+                let caps = if self.best_n.is_some() {
+                    let memo = &mut self.memos[ix];
+                    if memo.graph != ctx.kwg.id() || memo.tiles != self.lane.tiles {
+                        let runs = Runs::of(&self.lane.tiles, &self.scores);
+                        *memo = LaneMemo { graph: ctx.kwg.id(), tiles: self.lane.tiles, runs, ..LaneMemo::NONE };
+                    }
+                    self.caps(ctx)
+                } else {
+                    [0; DIM]
+                };
                 self.lane.caps = caps;
                 self.lanes[dir * DIM + lane_no].caps = caps;
                 // Anchors are empty squares: each one's windows start after the one before.
@@ -380,7 +390,7 @@ impl Generator {
                 for (i, &a) in empties[..m].iter().enumerate() {
                     if self.lane.anchor[a] {
                         let (keep, spend) = if self.best_n.is_some() {
-                            self.bound(&caps, &runs, &empties[left..m], i - left)
+                            self.bound(&caps, &self.memos[ix].runs, &empties[left..m], i - left)
                         } else {
                             (0, 0)
                         };
@@ -554,14 +564,11 @@ impl Generator {
 
     /// Best tile score each square of the loaded lane admits from this rack, -1 where no rack
     /// tile fits (occupied squares: unused). A square beside board tiles in the lane admits
-    /// only letters some word has there (`extension`, kept between calls in `Extensions`).
-    fn caps(&mut self, ctx: Ctx, runs: &Runs) -> [i32; DIM] {
+    /// only letters some word has there (`extension`, kept between calls in `LaneMemo`).
+    fn caps(&mut self, ctx: Ctx) -> [i32; DIM] {
         let l = &self.lane;
         let blank = self.rack[0] > 0;
-        let ext = &mut self.extensions[self.dir * DIM + self.lane_no];
-        if ext.graph != ctx.kwg.id() || ext.tiles != l.tiles {
-            *ext = Extensions { graph: ctx.kwg.id(), tiles: l.tiles, ..Extensions::NONE };
-        }
+        let ext = &mut self.memos[self.dir * DIM + self.lane_no];
         let mut cap = [0i32; DIM];
         for (p, c) in cap.iter_mut().enumerate() {
             if l.tiles[p] != 0 {
@@ -571,7 +578,7 @@ impl Generator {
             let beside = (p > 0 && l.tiles[p - 1] != 0) || (p + 1 < DIM && l.tiles[p + 1] != 0);
             let mut fits = cross & self.rack_letters;
             if beside {
-                fits = ext.admit(ctx.kwg, runs, p, fits);
+                fits = ext.admit(ctx.kwg, p, fits);
             }
             // A blank needs only some letter to fit: looked for among the rest only when no
             // rack letter does.
@@ -582,7 +589,7 @@ impl Generator {
                     fits &= fits - 1;
                 }
                 best
-            } else if blank && cross != 0 && (!beside || ext.admit(ctx.kwg, runs, p, cross) != 0) {
+            } else if blank && cross != 0 && (!beside || ext.admit(ctx.kwg, p, cross) != 0) {
                 0
             } else {
                 -1
@@ -1250,28 +1257,30 @@ fn sorted_through(tiles: &[u8; DIM], lo: usize, hi: usize) -> ([u8; DIM], usize)
     (through, n)
 }
 
-/// One lane's `extension` sets as far as they have been asked for, kept between calls: they
-/// depend only on the lane's tiles and the graph, and between two turns most lanes are
-/// unchanged.
+/// What best-move search works out about one lane from its tiles alone, kept between calls
+/// (between two turns most lanes are unchanged): its runs, and its `extension` sets as far as
+/// they have been asked for.
 #[derive(Clone, Copy)]
-struct Extensions {
-    /// The graph (`Kwg::id`) and tiles they hold for; graph 0 (no graph's): nothing yet.
+struct LaneMemo {
+    /// The graph (`Kwg::id`) and tiles it holds for; graph 0 (no graph's): nothing yet. Tile
+    /// scores are the generator's (`scores`): a change of them clears every memo.
     graph: u64,
     tiles: [u8; DIM],
+    runs: Runs,
     /// By square: the letters asked about so far, and those of them some word admits.
     asked: [u64; DIM],
     admitted: [u64; DIM],
 }
 
-impl Extensions {
-    const NONE: Self = Extensions { graph: 0, tiles: [0; DIM], asked: [0; DIM], admitted: [0; DIM] };
+impl LaneMemo {
+    const NONE: Self = LaneMemo { graph: 0, tiles: [0; DIM], runs: Runs::NONE, asked: [0; DIM], admitted: [0; DIM] };
 
     /// `extension(kwg, tiles, runs, p, want)`, working out only the letters not asked before.
     #[inline]
-    fn admit(&mut self, kwg: &Kwg, runs: &Runs, p: usize, want: u64) -> u64 {
+    fn admit(&mut self, kwg: &Kwg, p: usize, want: u64) -> u64 {
         let new = want & !self.asked[p];
         if new != 0 {
-            self.admitted[p] |= extension(kwg, &self.tiles, runs, p, new);
+            self.admitted[p] |= extension(kwg, &self.tiles, &self.runs, p, new);
             self.asked[p] |= new;
         }
         want & self.admitted[p]
@@ -1281,6 +1290,7 @@ impl Extensions {
 /// A lane's runs of board tiles: the face values of the tiles before each square, and each
 /// square's run (the square itself when it touches no tile on that side) as its first and last
 /// squares; so that a window's main word and its board tiles' score come without a scan.
+#[derive(Clone, Copy)]
 struct Runs {
     before: [i32; DIM + 1],
     lo: [usize; DIM],
@@ -1288,6 +1298,8 @@ struct Runs {
 }
 
 impl Runs {
+    const NONE: Self = Runs { before: [0; DIM + 1], lo: [0; DIM], hi: [0; DIM] };
+
     fn of(tiles: &[u8; DIM], scores: &[i32; 256]) -> Self {
         let mut r = Runs { before: [0; DIM + 1], lo: [0; DIM], hi: [0; DIM] };
         for q in 0..DIM {
