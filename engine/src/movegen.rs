@@ -35,6 +35,7 @@ const BIAS: u32 = 1 << 31;
 fn bound_of(key: u64) -> i32 {
     ((key >> 32) as u32 ^ BIAS) as i32
 }
+
 /// Every lane, as a `generate_lanes` mask.
 pub const ALL_LANES: u32 = (1 << (2 * DIM)) - 1;
 
@@ -373,17 +374,13 @@ impl Generator {
                 }
                 let ix = dir * DIM + lane_no;
                 let caps = if self.best_n.is_some() {
-                    let memo = &mut self.memos[ix];
-                    if memo.graph != ctx.kwg.id() || memo.tiles != self.lane.tiles {
-                        let runs = Runs::of(&self.lane.tiles, &self.scores);
-                        *memo = LaneMemo { graph: ctx.kwg.id(), tiles: self.lane.tiles, runs, ..LaneMemo::NONE };
-                    }
+                    self.memos[ix].refresh(ctx.kwg, &self.lane.tiles, &self.scores);
                     self.caps(ctx)
                 } else {
                     [0; DIM]
                 };
                 self.lane.caps = caps;
-                self.lanes[dir * DIM + lane_no].caps = caps;
+                self.lanes[ix].caps = caps;
                 // Anchors are empty squares: each one's windows start after the one before.
                 let (empties, m) = empty_squares(&self.lane.tiles, 0);
                 let (mut left, mut left_limit) = (0, 0);
@@ -832,7 +829,7 @@ impl Generator {
             return;
         }
         // Called only where `worth` holds: some tile may go here.
-        let fits = if self.rack[0] > 0 { !0 } else { self.rack_letters };
+        let fits = self.fits();
         let letters = kwg.letters(list);
         let mut playable = letters & self.lane.cross[pos] & fits & !1;
         let mut ahead = playable;
@@ -919,12 +916,18 @@ impl Generator {
         }
     }
 
+    /// Letters the rack can put down now: all of them while it holds a blank.
+    #[inline(always)]
+    fn fits(&self) -> u64 {
+        if self.rack[0] > 0 { !0 } else { self.rack_letters }
+    }
+
     /// Whether `extend` at `pos` from `list` could go anywhere: a board tile to follow, or a
     /// rack tile the graph and the cross-set allow. Checked before the call, because most
     /// calls would return at once and their entry and exit cost more than the check.
     #[inline(always)]
     fn worth(&self, kwg: &Kwg, pos: usize, list: u32, acc: Acc) -> bool {
-        let fits = if self.rack[0] > 0 { !0 } else { self.rack_letters };
+        let fits = self.fits();
         self.lane.tiles[pos] != 0
             || (acc.placed as usize) < self.max_place && self.lane.cross[pos] & fits & kwg.letters(list) & !1 != 0
     }
@@ -1000,23 +1003,18 @@ impl Generator {
                     continue;
                 }
                 let lane = &self.lanes[dir * DIM + lane_no];
-                let mut empties = [0usize; DIM];
-                let mut m = 0;
-                for (p, &t) in lane.tiles.iter().enumerate() {
-                    if t == 0 {
-                        empties[m] = p;
-                        m += 1;
-                    }
-                }
+                let (empties, m) = empty_squares(&lane.tiles, 0);
                 if m < RACK_SIZE {
                     continue;
                 }
-                let runs = if ordered { Some(Runs::of(&lane.tiles, &self.scores)) } else { None };
+                // Best mode refreshed the memo of every lane with an anchor, and a window
+                // without one is skipped before its bound is needed.
+                let runs = ordered.then(|| &self.memos[dir * DIM + lane_no].runs);
                 for ps in empties[..m].windows(RACK_SIZE) {
                     if !ps.iter().any(|&p| lane.anchor[p]) || ps.iter().any(|&p| lane.cross[p] & fits == 0) {
                         continue;
                     }
-                    let bound = match &runs {
+                    let bound = match runs {
                         Some(runs) => {
                             let mut c = Coefs::new();
                             ps.iter().for_each(|&p| c.add(lane, &lane.caps, p));
@@ -1274,6 +1272,14 @@ struct LaneMemo {
 
 impl LaneMemo {
     const NONE: Self = LaneMemo { graph: 0, tiles: [0; DIM], runs: Runs::NONE, asked: [0; DIM], admitted: [0; DIM] };
+
+    /// Make this the memo of a lane holding `tiles` in `kwg`'s game, afresh if it held another.
+    #[inline]
+    fn refresh(&mut self, kwg: &Kwg, tiles: &[u8; DIM], scores: &[i32; 256]) {
+        if self.graph != kwg.id() || self.tiles != *tiles {
+            *self = LaneMemo { graph: kwg.id(), tiles: *tiles, runs: Runs::of(tiles, scores), ..LaneMemo::NONE };
+        }
+    }
 
     /// `extension(kwg, tiles, runs, p, want)`, working out only the letters not asked before.
     #[inline]
