@@ -27,14 +27,19 @@ pub struct Batcher {
 
 impl Batcher {
     /// Start the queue's thread, which owns `model` and runs at most `max_frames` frames a
-    /// batch (more when one caller sends more). The thread ends when every `Batcher` is gone.
-    pub fn start(model: Model, max_frames: usize) -> Result<Batcher, NnError> {
+    /// batch (more when one caller sends more), filled with empty frames up to a multiple of
+    /// `pad` (1: as they come). The thread ends when every `Batcher` is gone.
+    ///
+    /// Padding is for the GPU: each batch size new to a session costs ONNX Runtime's CUDA
+    /// provider a plan of its own, and a device idle at small batches runs the empty frames
+    /// for free. A CPU pays for every frame, so it takes batches as they come.
+    pub fn start(model: Model, max_frames: usize, pad: usize) -> Result<Batcher, NnError> {
         let (tx, rx) = mpsc::channel();
         let (runs, frames) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let counts = (runs.clone(), frames.clone());
         std::thread::Builder::new()
             .name("nn-batcher".into())
-            .spawn(move || serve(model, &rx, max_frames.max(1), &counts))
+            .spawn(move || serve(model, &rx, max_frames.max(1), pad.max(1), &counts))
             .map_err(|e| NnError::Runtime(format!("cannot start the batching thread: {e}")))?;
         Ok(Batcher { tx, runs, frames })
     }
@@ -67,6 +72,7 @@ fn serve(
     mut model: Model,
     rx: &mpsc::Receiver<Request>,
     max_frames: usize,
+    pad: usize,
     (runs, valued): &(Arc<AtomicU64>, Arc<AtomicU64>),
 ) {
     let mut frames = Vec::new();
@@ -85,6 +91,8 @@ fn serve(
         }
         runs.fetch_add(1, Ordering::Relaxed);
         valued.fetch_add((frames.len() / FRAME_LEN) as u64, Ordering::Relaxed);
+        let n = frames.len() / FRAME_LEN;
+        frames.resize(n.next_multiple_of(pad) * FRAME_LEN, 0.0);
         match model.evaluate(&frames) {
             Ok(values) => {
                 let mut at = 0;

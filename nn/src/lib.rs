@@ -126,7 +126,8 @@ impl Runtime {
             return Ok(b.clone());
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let batcher = Batcher::start(self.model(path, threads)?, max_frames)?;
+        let pad = if self.cuda { GPU_PAD } else { 1 };
+        let batcher = Batcher::start(self.model(path, threads)?, max_frames, pad)?;
         queues.insert(path.to_path_buf(), batcher.clone());
         Ok(batcher)
     }
@@ -144,13 +145,25 @@ impl Runtime {
             .map_err(|e| err(e.to_string()))?;
         if self.cuda {
             builder = builder
-                .with_execution_providers([ep::CUDA::default().build().error_on_failure()])
+                .with_execution_providers([cuda_provider().build().error_on_failure()])
                 .map_err(|e| err(format!("the CUDA provider failed: {e}")))?;
         }
         let session = builder.commit_from_file(path).map_err(|e| err(format!("not a loadable ONNX model: {e}")))?;
         check_io(&session).map_err(err)?;
         Ok(Model { session, cuda: self.cuda, planes: Vec::new(), scalars: Vec::new() })
     }
+}
+
+/// The batching queue's batches on CUDA are padded to a multiple of this many frames, so that
+/// the provider meets a few batch sizes, not hundreds (see `Batcher::start`).
+const GPU_PAD: usize = 32;
+
+/// The CUDA provider as the batching queue needs it. Its batches take whatever size has
+/// arrived, and cuDNN's default, an exhaustive search, times every convolution algorithm again
+/// for each new size: on an H100 that made the CNN bot 2.5-4.4x slower (docs/CNN.md). The
+/// heuristic choice costs next to nothing per size.
+fn cuda_provider() -> ep::CUDA {
+    ep::CUDA::default().with_conv_algorithm_search(ep::cuda::ConvAlgorithmSearch::Heuristic)
 }
 
 /// The library `python3`'s `onnxruntime` package ships, or `$ORT_DYLIB_PATH`.

@@ -112,3 +112,21 @@ fn threads_sharing_one_model_through_its_queue_get_their_own_values() {
     again.evaluate(&frame(0)).unwrap();
     assert_eq!(batcher.stats().0, runs + 1);
 }
+
+/// A queue that pads its batches with empty frames (as on CUDA) answers each caller with its
+/// own frames' values, and counts only those.
+#[test]
+fn a_padded_queue_answers_with_the_callers_frames_alone() {
+    let want = expected();
+    let model = runtime().model(&data("tiny.onnx"), 1).unwrap();
+    let batcher = nn::Batcher::start(model, 64, 32).unwrap();
+    for n in [1, 3, want.len(), 33] {
+        let picks: Vec<usize> = (0..n).map(|i| (i * 5 + n) % want.len()).collect();
+        let got = batcher.evaluate(&picks.iter().flat_map(|&b| frame(b)).collect::<Vec<_>>()).unwrap();
+        assert_eq!(got.len(), n);
+        for (g, &b) in got.iter().zip(&picks) {
+            assert!((g - want[b]).abs() < 1e-5, "{n} frames: frame {b} gave {g}, torch {}", want[b]);
+        }
+    }
+    assert_eq!(batcher.stats(), (4, 1 + 3 + want.len() as u64 + 33));
+}
