@@ -96,6 +96,8 @@ pub(super) struct Plays {
     first_slots: usize,
     max_slots: usize,
     plays: Vec<Move>,
+    /// The lanes the last `fill` was asked for (the others hold whatever an earlier call left).
+    lanes: [Lane; LANES],
     /// The last answer of `all`.
     out: Vec<Move>,
     found: Vec<Move>,
@@ -111,15 +113,23 @@ impl Plays {
 
     /// A memo whose index starts at `first_slots` and doubles up to `max_slots` (powers of two).
     fn sized(first_slots: usize, max_slots: usize) -> Self {
-        Self { slots: None, first_slots, max_slots, plays: Vec::new(), out: Vec::new(), found: Vec::new() }
+        Self {
+            slots: None,
+            first_slots,
+            max_slots,
+            plays: Vec::new(),
+            lanes: [Lane::default(); LANES],
+            out: Vec::new(),
+            found: Vec::new(),
+        }
     }
 
     /// Every move of `rack` on `board` (whose lane keys are `keys`): all placements, then the
     /// pass (the bag is empty, so no exchanges).
     pub fn all(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8]) -> &[Move] {
-        let lanes = self.lanes(mg, ctx, board, keys, rack, ALL_LANES);
+        self.fill(mg, ctx, board, keys, rack, ALL_LANES);
         self.out.clear();
-        for l in &lanes {
+        for l in &self.lanes {
             self.out.extend_from_slice(&self.plays[l.start as usize..l.end as usize]);
         }
         self.out.push(Move::PASS);
@@ -139,9 +149,9 @@ impl Plays {
         out_bonus: i32,
         wanted: u32,
     ) -> Best {
-        let lanes = self.lanes(mg, ctx, board, keys, rack, wanted);
+        self.fill(mg, ctx, board, keys, rack, wanted);
         let (mut keep, mut out, mut used) = ((u32::MAX, 0), (u32::MAX, 0), 0);
-        for l in (0..LANES).filter(|&bit| wanted & lane_bit(0, bit) != 0).map(|bit| &lanes[bit]) {
+        for l in (0..LANES).filter(|&bit| wanted & lane_bit(0, bit) != 0).map(|bit| &self.lanes[bit]) {
             if l.keep.0 != u32::MAX {
                 better(&mut keep, l.keep.0, l.keep.1);
             }
@@ -171,8 +181,8 @@ impl Plays {
                 return used;
             }
         }
-        let lanes = self.lanes(mg, ctx, board, keys, rack, missing);
-        lanes.iter().fold(used, |used, l| used | l.used)
+        self.fill(mg, ctx, board, keys, rack, missing);
+        (0..LANES).filter(|&bit| missing & lane_bit(0, bit) != 0).fold(used, |used, bit| used | self.lanes[bit].used)
     }
 
     /// The move whose `fingerprint` is `fp`, if `rack` has it on `board`: looked for in its
@@ -190,7 +200,8 @@ impl Plays {
         if bit >= LANES {
             return (fingerprint(&Move::PASS) == fp).then_some(Move::PASS);
         }
-        let l = self.lanes(mg, ctx, board, keys, rack, lane_bit(0, bit))[bit];
+        self.fill(mg, ctx, board, keys, rack, lane_bit(0, bit));
+        let l = self.lanes[bit];
         self.plays[l.start as usize..l.end as usize].iter().find(|m| fingerprint(m) == fp).copied()
     }
 
@@ -200,17 +211,9 @@ impl Plays {
         Some(slots[slot(key, slots.len())]).filter(|(k, _)| *k == key).map(|(_, l)| l)
     }
 
-    /// The plays of each lane in `wanted` (the others are left empty), generating the (lane,
-    /// rack) pairs not seen before.
-    fn lanes(
-        &mut self,
-        mg: &mut Generator,
-        ctx: Ctx,
-        board: &Board,
-        keys: &[u64; LANES],
-        rack: &[u8],
-        wanted: u32,
-    ) -> [Lane; LANES] {
+    /// Puts the plays of each lane in `wanted` in `self.lanes`, generating the (lane, rack)
+    /// pairs not seen before.
+    fn fill(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], wanted: u32) {
         match &mut self.slots {
             None => {
                 // SAFETY: all-zero is a valid (key, lane): integers, and key 0 marks it empty.
@@ -234,16 +237,15 @@ impl Plays {
             Some(_) => {}
         }
         let keys = slot_keys(keys, rack);
-        let mut lanes = [Lane::default(); LANES];
         let mut missing = 0u32;
         for (bit, &key) in keys.iter().enumerate().filter(|&(b, _)| wanted & lane_bit(0, b) != 0) {
             match self.cached(key) {
-                Some(l) => lanes[bit] = l,
+                Some(l) => self.lanes[bit] = l,
                 None => missing |= lane_bit(0, bit),
             }
         }
         if missing == 0 {
-            return lanes;
+            return;
         }
         let leaves = RackLeaves::new(rack, |_| 0);
         let req = Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
@@ -264,13 +266,12 @@ impl Plays {
                 self.plays.push(*m);
             }
             l.end = self.plays.len() as u32;
-            lanes[bit] = l;
+            self.lanes[bit] = l;
             if let Some(slots) = &mut self.slots {
                 let len = slots.len();
                 slots[slot(keys[bit], len)] = (keys[bit], l);
             }
         }
-        lanes
     }
 }
 
