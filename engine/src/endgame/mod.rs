@@ -3,9 +3,8 @@
 //!
 //! - Iterative deepening; each depth is searched with an aspiration window around the last
 //!   value, and the table's best move is tried first, so the previous depth orders the next.
-//! - Move ordering: going out first (score + twice the opponent's rack), then, below the root,
-//!   plays that cut off searches elsewhere (the history heuristic), then by score, with more
-//!   tiles favoured below the first two plies.
+//! - Move ordering: going out first (score + twice the opponent's rack), then by score, with
+//!   more tiles favoured below the first two plies.
 //! - A transposition table ([`tt::Table`]) keyed by Zobrist hashes stores values *without* the
 //!   spread at the node, so a position reached with different scores shares its entry.
 //! - A search that never met the depth horizon is exact; entries from such searches are marked
@@ -463,27 +462,6 @@ struct Search<'s> {
     must_finish: bool,
     /// Nodes searched and done with, whose memory `build` uses again.
     spare: Vec<Box<Node>>,
-    /// How often each play (by `history_slot`) cut off a search, weighted by the square of the
-    /// depth left and halved at each new depth: the same play is legal in many positions of an
-    /// endgame, and one that refuted a sibling often refutes this one too. Used below the root
-    /// only, so that the root's order, which picks the best move among equals, is the same
-    /// whatever the threads did.
-    history: Vec<u32>,
-}
-
-/// Slots of `Search::history`, and the most a slot counts (ordering keys stay below going out's).
-const HISTORY: usize = 1 << 16;
-const HISTORY_MAX: u32 = 1 << 20;
-
-/// A play's slot of `Search::history`: a multiplicative hash of its tiles and place, cheap
-/// because `order` asks it of every move it lists.
-fn history_slot(m: &Move) -> usize {
-    let word = |at: usize| u64::from_le_bytes(m.tiles[at..at + 8].try_into().expect("8 bytes"));
-    let place = (m.dir as u64) << 24 | (m.lane as u64) << 16 | (m.start as u64) << 8 | m.len as u64;
-    let h = word(0).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        ^ word(DIM - 8).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
-        ^ place.wrapping_mul(0x1656_67B1_9E37_79F9);
-    (h >> 48) as usize & (HISTORY - 1)
 }
 
 impl<'s> Search<'s> {
@@ -500,7 +478,6 @@ impl<'s> Search<'s> {
             stopped: false,
             must_finish: false,
             spare: Vec::new(),
-            history: vec![0; HISTORY],
         }
     }
 
@@ -517,7 +494,6 @@ impl<'s> Search<'s> {
         let mut depth = 1;
         while depth <= max_depth {
             self.must_finish = last.is_none();
-            self.history.iter_mut().for_each(|h| *h /= 2);
             let (mut alpha, mut beta) = match &last {
                 _ if win_only => (-1, 1),
                 Some(it) => (it.value - ASPIRATION, it.value + ASPIRATION),
@@ -855,8 +831,6 @@ impl<'s> Search<'s> {
                     head[ply].push(mv);
                     head[ply].extend_from_slice(&tail[0]);
                     if v >= beta {
-                        let h = &mut self.history[history_slot(&mv)];
-                        *h = h.saturating_add(depth as u32 * depth as u32).min(HISTORY_MAX);
                         break;
                     }
                 }
@@ -1010,8 +984,8 @@ impl<'s> Search<'s> {
     }
 
     /// Append all moves of the mover but `skip` (already tried), best guess first: going out
-    /// (score + twice the opponent's rack), then by history below the root, then by score,
-    /// favouring more tiles below the first two plies; the pass last.
+    /// (score + twice the opponent's rack), then by score, favouring more tiles below the
+    /// first two plies; the pass last.
     fn order(&mut self, node: &Node, ply: usize, skip: Option<Move>, out: &mut Vec<(i32, Move)>) {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
         let from = out.len();
@@ -1020,12 +994,11 @@ impl<'s> Search<'s> {
                 continue;
             }
             let used = m.tiles_used() as i32;
-            let history = if ply == 0 { 0 } else { self.history[history_slot(m)] as i32 };
             let est = match m.kind {
-                Kind::Place if used == me.len as i32 => (1 << 29) + m.score + 2 * opp.value,
-                Kind::Place if ply >= 2 => (history << 8) + m.score + 3 * used,
-                Kind::Place => (history << 8) + m.score,
-                Kind::Exchange | Kind::Pass => -(1 << 29),
+                Kind::Place if used == me.len as i32 => 1_000 + m.score + 2 * opp.value,
+                Kind::Place if ply >= 2 => m.score + 3 * used,
+                Kind::Place => m.score,
+                Kind::Exchange | Kind::Pass => -1_000,
             };
             out.push((est, *m));
         }
