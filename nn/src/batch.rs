@@ -89,9 +89,9 @@ fn serve(
                 Err(_) => break,
             }
         }
-        runs.fetch_add(1, Ordering::Relaxed);
-        valued.fetch_add((frames.len() / FRAME_LEN) as u64, Ordering::Relaxed);
         let n = frames.len() / FRAME_LEN;
+        runs.fetch_add(1, Ordering::Relaxed);
+        valued.fetch_add(n as u64, Ordering::Relaxed);
         frames.resize(n.next_multiple_of(pad) * FRAME_LEN, 0.0);
         match model.evaluate(&frames) {
             Ok(values) => {

@@ -158,7 +158,7 @@ impl Runtime {
 /// the provider meets a few batch sizes, not hundreds (see `Batcher::start`).
 const GPU_PAD: usize = 32;
 
-/// The CUDA provider as the batching queue needs it. Its batches take whatever size has
+/// The CUDA provider of every session. The batching queue's batches take whatever size has
 /// arrived, and cuDNN's default, an exhaustive search, times every convolution algorithm again
 /// for each new size: on an H100 that made the CNN bot 2.5-4.4x slower (docs/CNN.md). The
 /// heuristic choice costs next to nothing per size.
