@@ -141,6 +141,11 @@ impl Kwg {
         self.word_map.get_or_init(|| Anagrams::word_map(self.words()))
     }
 
+    /// Whether the word map has been built.
+    pub fn has_word_map(&self) -> bool {
+        self.word_map.get().is_some()
+    }
+
     /// Whether `word` (letters, no blank bits) is in the DAWG.
     pub fn contains(&self, word: &[u8]) -> bool {
         let mut list = self.dawg_root();

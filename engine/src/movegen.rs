@@ -972,8 +972,11 @@ impl Generator {
     /// played through, every way the rack's blanks (at most two) can lie in it.
     fn bingos(&mut self, ctx: Ctx, lanes: u32) {
         // The word map holds the bingo index's words, and finds those with blanks in one
-        // probe per blank but the last (the bingo index: one per letter).
-        let anagrams = if self.word_map { ctx.kwg.word_map() } else { ctx.kwg.anagrams() };
+        // probe per blank but the last (the bingo index: one per letter). All-moves mode does
+        // not build it for that: the bingo index takes a fraction of its time and memory, and
+        // a process that only lists moves (an endgame solve) never needs the map.
+        let by_map = self.word_map && (self.best_n.is_some() || ctx.kwg.has_word_map());
+        let anagrams = if by_map { ctx.kwg.word_map() } else { ctx.kwg.anagrams() };
         let blanks = self.full_rack[0] as usize;
         let mut real = [0u8; RACK_SIZE];
         let mut n = 0;
@@ -1055,13 +1058,13 @@ impl Generator {
                 if self.through_one_known >> t & 1 == 0 {
                     let through = [t];
                     self.through_one[t as usize] =
-                        self.words_through(ctx, anagrams, real, blanks, &through[..(t != 0) as usize]);
+                        self.words_through(ctx, anagrams, by_map, real, blanks, &through[..(t != 0) as usize]);
                     self.through_one_known |= 1 << t;
                 }
                 self.through_one[t as usize]
             } else {
                 let (through, nt) = sorted_through(tiles, lo, hi);
-                self.words_through(ctx, anagrams, real, blanks, &through[..nt])
+                self.words_through(ctx, anagrams, by_map, real, blanks, &through[..nt])
             };
             if a == b {
                 continue;
@@ -1077,12 +1080,13 @@ impl Generator {
     }
 
     /// Range of `found` holding the words of the rack plus `through` (sorted), each blank
-    /// standing for any letter, from `anagrams` (the word map when this generator uses it);
-    /// looked up once per set of through letters and call.
+    /// standing for any letter, from `anagrams` (the word map when `by_map`); looked up once
+    /// per set of through letters and call.
     fn words_through(
         &mut self,
         ctx: Ctx,
         anagrams: &Anagrams,
+        by_map: bool,
         real: &[u8],
         blanks: usize,
         through: &[u8],
@@ -1096,7 +1100,7 @@ impl Generator {
         let n = real.len() + through.len();
         base[..real.len()].copy_from_slice(real);
         base[real.len()..n].copy_from_slice(through);
-        if self.word_map {
+        if by_map {
             base[..n].sort_unstable();
             let range = self.look_up(anagrams, &base[..n], blanks);
             self.through_words.push((k, range.0, range.1));

@@ -66,6 +66,43 @@ fn bingo_racks_match_reference() {
     );
 }
 
+/// All-moves generation looks bingos up in the bingo index until the word map is built, and
+/// in the word map after: the same moves, in the same order (an endgame's search order, and so
+/// the best move among equals, rests on it), whichever a process happens to hold.
+#[test]
+fn bingos_are_listed_alike_before_and_after_the_word_map_is_built() {
+    let lex = enable();
+    let fresh = engine::lexicon::Kwg::from_bytes(&lex.kwg.to_bytes(), "enable").unwrap();
+    let ctx = engine::movegen::Ctx { kwg: &fresh, dist: dist(), layout: layout() };
+    let letters = dist().parse_rack("AEINRSTLDOAEI??").unwrap();
+    let cases: Vec<(Board, Vec<u8>)> = positions(lex, 40, 12)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (board, _))| {
+            let mut pool = letters.clone();
+            engine::rng::Rng::new(mix(i as u64)).shuffle(&mut pool);
+            (board, pool[..7].to_vec())
+        })
+        .collect();
+    let list = |mg: &mut Generator| -> Vec<Vec<engine::moves::Move>> {
+        cases
+            .iter()
+            .map(|(board, rack)| {
+                let leaves = RackLeaves::new(rack, |_| 0);
+                let req = Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+                mg.generate(ctx, &req, Mode::All).to_vec()
+            })
+            .collect()
+    };
+    let before = list(&mut Generator::new());
+    assert!(!fresh.has_word_map(), "all-moves generation built the word map");
+    fresh.word_map();
+    let after = list(&mut Generator::new());
+    let bingos = after.iter().flatten().filter(|m| m.tiles_used() == 7).count();
+    assert!(bingos > 500, "{bingos} bingos");
+    assert!(before == after, "the lists differ");
+}
+
 #[test]
 fn matches_reference_on_enable() {
     compare(enable(), 240, 1);
