@@ -28,6 +28,8 @@ const ARC_MASK: u32 = (1 << 22) - 1;
 pub const MAX_WORD_LEN: usize = 15;
 /// The GADDAG separator tile.
 pub const SEPARATOR: u8 = 0;
+/// Deepest word a walk of the DAWG lists: longer paths (a hostile file's cycles) are cut off.
+const WALK_DEPTH: usize = 64;
 
 #[derive(Clone, Debug)]
 pub struct Kwg {
@@ -131,14 +133,14 @@ impl Kwg {
     pub fn anagrams(&self) -> &Anagrams {
         match self.word_map.get() {
             Some(map) => map,
-            None => self.anagrams.get_or_init(|| Anagrams::bingos(self.words())),
+            None => self.anagrams.get_or_init(|| Anagrams::bingos(self)),
         }
     }
 
     /// The word map: every word by alphagram, also less one letter (tens of MB for a large
     /// lexicon; see `movegen::Generator::use_word_map`).
     pub fn word_map(&self) -> &Anagrams {
-        self.word_map.get_or_init(|| Anagrams::word_map(self.words()))
+        self.word_map.get_or_init(|| Anagrams::word_map(self))
     }
 
     /// Whether the word map has been built.
@@ -161,23 +163,26 @@ impl Kwg {
     /// Every word of the DAWG in graph order (sorted by tile for a well-formed graph).
     pub fn words(&self) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
-        let mut prefix = Vec::new();
-        self.collect(self.dawg_root(), &mut prefix, &mut out);
+        self.for_each_word(|w| out.push(w.to_vec()));
         out
     }
 
-    fn collect(&self, list: u32, prefix: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
+    /// Call `f` with every word of the DAWG in graph order, without allocating one per word.
+    pub fn for_each_word(&self, mut f: impl FnMut(&[u8])) {
+        self.visit(self.dawg_root(), &mut [0; WALK_DEPTH], 0, &mut f);
+    }
+
+    fn visit(&self, list: u32, prefix: &mut [u8; WALK_DEPTH], len: usize, f: &mut impl FnMut(&[u8])) {
         // The depth bound keeps a hostile file with a cycle from recursing forever.
-        if prefix.len() >= 64 {
+        if len >= WALK_DEPTH {
             return;
         }
         for n in self.siblings(list) {
-            prefix.push(self.tile(n));
+            prefix[len] = self.tile(n);
             if self.accepts(n) {
-                out.push(prefix.clone());
+                f(&prefix[..=len]);
             }
-            self.collect(self.arc(n), prefix, out);
-            prefix.pop();
+            self.visit(self.arc(n), prefix, len + 1, f);
         }
     }
 
