@@ -59,14 +59,7 @@ impl Anagrams {
             listed.push(word);
         });
         order.sort_unstable();
-        let mut index = FxHashMap::with_capacity_and_hasher(order.len(), Default::default());
-        let mut start = 0;
-        for (i, &e) in order.iter().enumerate() {
-            if i + 1 == order.len() || order[i + 1] >> INDEX_BITS != e >> INDEX_BITS {
-                index.insert(widened(e >> INDEX_BITS), (start as u32, i as u32 + 1));
-                start = i + 1;
-            }
-        }
+        let index = ranges(&order);
         let words: Vec<Word> = order.iter().map(|&e| listed[(e & INDEX_MASK) as usize]).collect();
         let (mut short_index, mut short_words) = (FxHashMap::default(), Vec::new());
         if short {
@@ -89,14 +82,7 @@ impl Anagrams {
                 }
             }
             less_one.sort_unstable();
-            short_index = FxHashMap::with_capacity_and_hasher(less_one.len() / 2, Default::default());
-            let mut start = 0;
-            for (i, &e) in less_one.iter().enumerate() {
-                if i + 1 == less_one.len() || less_one[i + 1] >> INDEX_BITS != e >> INDEX_BITS {
-                    short_index.insert(widened(e >> INDEX_BITS), (start as u32, i as u32 + 1));
-                    start = i + 1;
-                }
-            }
+            short_index = ranges(&less_one);
             short_words = less_one.into_iter().map(|e| (e & INDEX_MASK) as u32).collect();
         }
         let mut filter = Filter::new(index.len() + short_index.len());
@@ -199,6 +185,19 @@ const INDEX_MASK: u128 = (1 << INDEX_BITS) - 1;
 #[inline]
 fn packed(sorted: &[u8]) -> u128 {
     sorted.iter().fold(0u128, |k, &t| k << 6 | t as u128)
+}
+
+/// Each alphagram's `key` and its range in `sorted` (packed entries, sorted).
+fn ranges(sorted: &[u128]) -> FxHashMap<u128, (u32, u32)> {
+    let mut index = FxHashMap::with_capacity_and_hasher(sorted.len() / 2, Default::default());
+    let mut start = 0;
+    for (i, &e) in sorted.iter().enumerate() {
+        if i + 1 == sorted.len() || sorted[i + 1] >> INDEX_BITS != e >> INDEX_BITS {
+            index.insert(widened(e >> INDEX_BITS), (start as u32, i as u32 + 1));
+            start = i + 1;
+        }
+    }
+    index
 }
 
 /// The `key` of a `packed` alphagram.
