@@ -37,6 +37,9 @@ pub struct Kwg {
     /// `letters[i]`: bit `t` set for each tile `t` among node `i` and its later siblings, so a
     /// child is found by a popcount instead of a scan (derived from `nodes` on load).
     letters: Vec<u64>,
+    /// Per node: the node and its children's letters, so that a search stepping from node to
+    /// child reads one entry a step (see `Step`).
+    steps: StepStore,
     /// The DAWG's long words by alphagram, built on first use (leave graphs never need it).
     anagrams: OnceLock<Anagrams>,
     /// Every word by alphagram, built on first use by best-move search.
@@ -44,6 +47,118 @@ pub struct Kwg {
     /// Distinct for each graph loaded or built in this process (a clone keeps it): what data
     /// derived from the graph and kept across calls is checked against.
     id: u64,
+}
+
+/// A node as a search steps through it: where its children are, whether a word ends here, and
+/// the children's letters. Searches read this rather than the node and its children's sibling
+/// list apart: a step from node to child is then one cache miss, not two.
+#[derive(Clone, Copy, Debug)]
+pub struct Step {
+    /// Arc in bits 0-21, `accepts` in bit 22.
+    link: u32,
+    kids: u64,
+}
+
+/// `Step::link`'s `accepts` bit.
+const STEP_ACCEPTS: u32 = 1 << 22;
+
+impl Step {
+    #[inline(always)]
+    pub fn accepts(self) -> bool {
+        self.link & STEP_ACCEPTS != 0
+    }
+    /// First node of the children's sibling list (0: none).
+    #[inline(always)]
+    pub fn arc(self) -> u32 {
+        self.link & ARC_MASK
+    }
+    /// The children's tiles as a bitmask.
+    #[inline(always)]
+    pub fn kids(self) -> u64 {
+        self.kids
+    }
+    /// The child with `tile`'s node index, if the children hold it.
+    #[inline(always)]
+    pub fn child(self, tile: u8) -> Option<u32> {
+        (tile < 64 && self.kids >> tile & 1 == 1).then(|| self.arc() + (self.kids & ((1u64 << tile) - 1)).count_ones())
+    }
+}
+
+/// Every node's `Step`, derived on load.
+#[derive(Clone, Debug)]
+enum StepStore {
+    /// A `Step` packed in eight bytes, the children's letters above its `link`: for graphs
+    /// whose tiles are below `NARROW_TILES` (alphabets of up to 40 letters), so that eight
+    /// nodes share a cache line.
+    Narrow(Vec<u64>),
+    /// Sixteen bytes a node, for larger alphabets.
+    Wide(Vec<Step>),
+}
+
+/// Tiles a `StepStore::Narrow` entry has room for.
+const NARROW_TILES: u32 = 64 - 23;
+
+impl StepStore {
+    fn new(nodes: &[u32], letters: &[u64]) -> Self {
+        let step = |node: u32| {
+            let arc = node & ARC_MASK;
+            let accepts = if node & ACCEPTS != 0 { STEP_ACCEPTS } else { 0 };
+            Step { link: arc | accepts, kids: if arc == 0 { 0 } else { letters[arc as usize] } }
+        };
+        if letters.iter().all(|&l| l >> NARROW_TILES == 0) {
+            StepStore::Narrow(nodes.iter().map(|&n| step(n)).map(|s| s.kids << 23 | s.link as u64).collect())
+        } else {
+            StepStore::Wide(nodes.iter().map(|&n| step(n)).collect())
+        }
+    }
+}
+
+/// A graph's `Step`s as a search reads them. One type per layout, so that a search compiled
+/// for each chooses its layout once (see `Kwg::steps`), not at every step.
+pub trait Steps: Copy {
+    /// Node `i`'s step.
+    fn step(self, i: u32) -> Step;
+    /// Start fetching node `i`'s step into the cache.
+    fn prefetch(self, i: u32);
+}
+
+#[derive(Clone, Copy)]
+pub struct NarrowSteps<'a>(&'a [u64]);
+
+#[derive(Clone, Copy)]
+pub struct WideSteps<'a>(&'a [Step]);
+
+impl Steps for NarrowSteps<'_> {
+    #[inline(always)]
+    fn step(self, i: u32) -> Step {
+        let p = self.0[i as usize];
+        Step { link: p as u32 & (ARC_MASK | STEP_ACCEPTS), kids: p >> 23 }
+    }
+    #[inline(always)]
+    fn prefetch(self, i: u32) {
+        if let Some(p) = self.0.get(i as usize) {
+            crate::memory::prefetch(p);
+        }
+    }
+}
+
+impl Steps for WideSteps<'_> {
+    #[inline(always)]
+    fn step(self, i: u32) -> Step {
+        self.0[i as usize]
+    }
+    #[inline(always)]
+    fn prefetch(self, i: u32) {
+        if let Some(s) = self.0.get(i as usize) {
+            crate::memory::prefetch(s);
+        }
+    }
+}
+
+/// A graph's steps in the layout it has.
+pub enum StepLayout<'a> {
+    Narrow(NarrowSteps<'a>),
+    Wide(WideSteps<'a>),
 }
 
 /// Graphs are equal when their nodes are: the rest is derived.
@@ -93,33 +208,35 @@ impl Kwg {
         (self.tile(i) == tile).then_some(i)
     }
 
-    /// Start fetching the sibling list at `list` into the cache (its tiles and nodes), for a
-    /// search about to walk it: the walk's steps are cache misses in a graph of megabytes, and
-    /// fetching a node's children together overlaps them.
-    #[inline]
-    pub fn prefetch(&self, list: u32) {
-        if let (Some(letters), Some(node)) = (self.letters.get(list as usize), self.nodes.get(list as usize)) {
-            crate::memory::prefetch(letters);
-            crate::memory::prefetch(node);
-        }
-    }
-
     /// This graph's number in this process (see the field).
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The same graph with its steps in the wide layout whatever its alphabet, to check the
+    /// two layouts against each other (larger alphabets get it anyway).
+    pub fn with_wide_steps(mut self) -> Self {
+        let step = |i: u32| match self.steps() {
+            StepLayout::Narrow(s) => s.step(i),
+            StepLayout::Wide(s) => s.step(i),
+        };
+        let wide = (0..self.nodes.len() as u32).map(step).collect();
+        self.steps = StepStore::Wide(wide);
+        self
+    }
+
+    /// Every node's `Step`, for searches that walk the graph.
+    pub fn steps(&self) -> StepLayout<'_> {
+        match &self.steps {
+            StepStore::Narrow(v) => StepLayout::Narrow(NarrowSteps(v)),
+            StepStore::Wide(v) => StepLayout::Wide(WideSteps(v)),
+        }
     }
 
     /// Tiles of the sibling list starting at `list`, as a bitmask (0 for the empty list).
     #[inline]
     pub fn letters(&self, list: u32) -> u64 {
         if list == 0 { 0 } else { self.letters[list as usize] }
-    }
-
-    /// The node of the list starting at `list` whose tile has `letters_before` (from `letters`)
-    /// below it.
-    #[inline]
-    pub fn nth(&self, list: u32, letters_before: u64) -> u32 {
-        list + letters_before.count_ones()
     }
 
     /// Iterate the nodes of the sibling list starting at `list`.
@@ -233,9 +350,10 @@ impl Kwg {
             let later = if nodes[i] & IS_END == 0 && i + 1 < nodes.len() { letters[i + 1] } else { 0 };
             letters[i] = own | later;
         }
+        let steps = StepStore::new(&nodes, &letters);
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        Ok(Self { nodes, letters, anagrams: OnceLock::new(), word_map: OnceLock::new(), id })
+        Ok(Self { nodes, letters, steps, anagrams: OnceLock::new(), word_map: OnceLock::new(), id })
     }
 
     pub fn load(path: &Path) -> Result<Self, DataError> {

@@ -19,7 +19,7 @@
 use crate::board::{ACROSS, Board, DIM, DOWN, Layout, SQUARES, idx};
 use crate::leaves::RackLeaves;
 use crate::lexicon::anagrams::{Anagrams, Word};
-use crate::lexicon::{Kwg, SEPARATOR};
+use crate::lexicon::{Kwg, SEPARATOR, Step, StepLayout, Steps};
 use crate::moves::{Kind, Move, rank};
 use crate::tiles::{BLANK_BIT, Distribution, RACK_SIZE, letter_of};
 use rustc_hash::FxHashMap;
@@ -480,10 +480,20 @@ impl Generator {
         self.right_open = self.anchor + 1 == DIM || self.lane.tiles[self.anchor + 1] == 0;
         self.left_limit = a.left_limit as usize;
         let acc = Acc { main: 0, word_mult: 1, perp: 0, placed: 0, used: 0, start: a.at as u32 };
-        if self.worth(kwg, self.anchor, kwg.gaddag_root(), acc) {
-            self.extend::<true>(kwg, self.anchor, kwg.gaddag_root(), acc);
+        match kwg.steps() {
+            StepLayout::Narrow(g) => self.search_from(g, acc),
+            StepLayout::Wide(g) => self.search_from(g, acc),
         }
         self.rack[0] = blanks;
+    }
+
+    /// Search the loaded anchor's plays in the graph's steps `g`.
+    fn search_from<S: Steps>(&mut self, g: S, acc: Acc) {
+        // Node 1's children are the GADDAG's root list.
+        let root = g.step(1);
+        if self.worth(self.anchor, root.kids(), acc) {
+            self.extend::<true, S>(g, self.anchor, root, acc);
+        }
     }
 
     /// Make `a`'s lane the loaded one.
@@ -815,38 +825,38 @@ impl Generator {
         }
     }
 
-    /// Extend the word at `pos` from the graph's sibling list `list`: going left from the
-    /// anchor (`LEFT`, through the GADDAG's reversed prefix) or right after the separator. The
-    /// direction is a type parameter: each direction's recursion is compiled apart, without a
-    /// branch on it at every step (3% fewer instructions a static game).
-    fn extend<const LEFT: bool>(&mut self, kwg: &Kwg, pos: usize, list: u32, acc: Acc) {
+    /// Extend the word at `pos` with a child of `parent`: going left from the anchor (`LEFT`,
+    /// through the GADDAG's reversed prefix) or right after the separator. The direction is a
+    /// type parameter: each direction's recursion is compiled apart, without a branch on it at
+    /// every step (3% fewer instructions a static game).
+    fn extend<const LEFT: bool, S: Steps>(&mut self, g: S, pos: usize, parent: Step, acc: Acc) {
         let on_board = self.lane.tiles[pos];
         if on_board != 0 {
-            if let Some(n) = kwg.child(list, letter_of(on_board)) {
+            if let Some(n) = parent.child(letter_of(on_board)) {
                 let acc = Acc { main: acc.main + self.scores[on_board as usize], ..acc };
-                self.go_on::<LEFT>(kwg, pos, n, acc);
+                self.go_on::<LEFT, S>(g, pos, g.step(n), acc);
             }
             return;
         }
         // Called only where `worth` holds: some tile may go here.
         let fits = self.fits();
-        let letters = kwg.letters(list);
+        let (list, letters) = (parent.arc(), parent.kids());
         let mut playable = letters & self.lane.cross[pos] & fits & !1;
         let mut ahead = playable;
         while ahead != 0 {
             let t = ahead.trailing_zeros();
             ahead &= ahead - 1;
-            kwg.prefetch(kwg.arc(kwg.nth(list, letters & ((1u64 << t) - 1))));
+            g.prefetch(g.step(list + (letters & ((1u64 << t) - 1)).count_ones()).arc());
         }
         while playable != 0 {
             let t = playable.trailing_zeros() as u8;
             playable &= playable - 1;
-            let n = kwg.nth(list, letters & ((1u64 << t) - 1));
+            let n = g.step(list + (letters & ((1u64 << t) - 1)).count_ones());
             if self.rack[t as usize] > 0 {
-                self.place::<LEFT>(kwg, pos, n, t, t, acc);
+                self.place::<LEFT, S>(g, pos, n, t, t, acc);
             }
             if self.rack[0] > 0 {
-                self.place::<LEFT>(kwg, pos, n, t | BLANK_BIT, 0, acc);
+                self.place::<LEFT, S>(g, pos, n, t | BLANK_BIT, 0, acc);
             }
         }
     }
@@ -854,7 +864,7 @@ impl Generator {
     // Always inlined: called twice in `extend` (the letter, a blank as it), it was left out of
     // line, and its entry and exit cost 5% of a static game's instructions.
     #[inline(always)]
-    fn place<const LEFT: bool>(&mut self, kwg: &Kwg, pos: usize, n: u32, tile: u8, rack_tile: u8, acc: Acc) {
+    fn place<const LEFT: bool, S: Steps>(&mut self, g: S, pos: usize, n: Step, tile: u8, rack_tile: u8, acc: Acc) {
         let rt = rack_tile as usize;
         // Tiles of one kind use their rack slots in order, keeping leave masks canonical.
         let slot = (self.first_slot[rt] + self.full_rack[rt] - self.rack[rt]) as u32;
@@ -875,7 +885,7 @@ impl Generator {
             used: acc.used | (1 << slot),
             start: acc.start,
         };
-        self.go_on::<LEFT>(kwg, pos, n, acc);
+        self.go_on::<LEFT, S>(g, pos, n, acc);
         // Outside the current word the buffer stays zero, so a move can copy it whole.
         self.word[pos] = 0;
         self.rack[rt] += 1;
@@ -883,35 +893,33 @@ impl Generator {
     }
 
     #[inline(always)]
-    fn go_on<const LEFT: bool>(&mut self, kwg: &Kwg, pos: usize, n: u32, acc: Acc) {
+    fn go_on<const LEFT: bool, S: Steps>(&mut self, g: S, pos: usize, n: Step, acc: Acc) {
         let tiles = &self.lane.tiles;
         if LEFT {
             let acc = Acc { start: pos as u32, ..acc };
             let left_open = pos == 0 || tiles[pos - 1] == 0;
-            if kwg.accepts(n) && left_open && self.right_open {
+            if n.accepts() && left_open && self.right_open {
                 self.record(pos, self.anchor, acc);
             }
-            let list = kwg.arc(n);
-            if list == 0 {
+            if n.arc() == 0 {
                 return;
             }
-            if pos > self.left_limit && self.worth(kwg, pos - 1, list, acc) {
-                self.extend::<true>(kwg, pos - 1, list, acc);
+            if pos > self.left_limit && self.worth(pos - 1, n.kids(), acc) {
+                self.extend::<true, S>(g, pos - 1, n, acc);
             }
-            if left_open
-                && self.anchor + 1 < DIM
-                && let Some(sep) = kwg.child(list, SEPARATOR)
-                && self.worth(kwg, self.anchor + 1, kwg.arc(sep), acc)
-            {
-                self.extend::<false>(kwg, self.anchor + 1, kwg.arc(sep), acc);
+            // The separator sorts first among the children.
+            if left_open && self.anchor + 1 < DIM && n.kids() & 1 << SEPARATOR != 0 {
+                let sep = g.step(n.arc());
+                if self.worth(self.anchor + 1, sep.kids(), acc) {
+                    self.extend::<false, S>(g, self.anchor + 1, sep, acc);
+                }
             }
         } else {
-            if kwg.accepts(n) && (pos + 1 == DIM || tiles[pos + 1] == 0) {
+            if n.accepts() && (pos + 1 == DIM || tiles[pos + 1] == 0) {
                 self.record(acc.start as usize, pos, acc);
             }
-            let list = kwg.arc(n);
-            if list != 0 && pos + 1 < DIM && self.worth(kwg, pos + 1, list, acc) {
-                self.extend::<false>(kwg, pos + 1, list, acc);
+            if n.arc() != 0 && pos + 1 < DIM && self.worth(pos + 1, n.kids(), acc) {
+                self.extend::<false, S>(g, pos + 1, n, acc);
             }
         }
     }
@@ -922,14 +930,15 @@ impl Generator {
         if self.rack[0] > 0 { !0 } else { self.rack_letters }
     }
 
-    /// Whether `extend` at `pos` from `list` could go anywhere: a board tile to follow, or a
-    /// rack tile the graph and the cross-set allow. Checked before the call, because most
-    /// calls would return at once and their entry and exit cost more than the check.
+    /// Whether `extend` at `pos` among children with letters `kids` could go anywhere: a board
+    /// tile to follow, or a rack tile the graph and the cross-set allow. Checked before the
+    /// call, because most calls would return at once and their entry and exit cost more than
+    /// the check.
     #[inline(always)]
-    fn worth(&self, kwg: &Kwg, pos: usize, list: u32, acc: Acc) -> bool {
+    fn worth(&self, pos: usize, kids: u64, acc: Acc) -> bool {
         let fits = self.fits();
         self.lane.tiles[pos] != 0
-            || (acc.placed as usize) < self.max_place && self.lane.cross[pos] & fits & kwg.letters(list) & !1 != 0
+            || (acc.placed as usize) < self.max_place && self.lane.cross[pos] & fits & kids & !1 != 0
     }
 
     #[inline]

@@ -147,6 +147,30 @@ fn best_moves_equal_head_of_all_moves() {
     }
 }
 
+/// The graph search reads the graph's steps packed (alphabets of up to 40 letters) or wide
+/// (larger ones): both must find the same moves in the same order, and the same best moves.
+#[test]
+fn both_step_layouts_generate_the_same_moves() {
+    let lex = enable();
+    let wide = lex.kwg.clone().with_wide_steps();
+    let wide_ctx = engine::movegen::Ctx { kwg: &wide, ..ctx(lex) };
+    let (mut narrow_mg, mut wide_mg) = (Generator::new(), Generator::new());
+    narrow_mg.use_word_map(false);
+    wide_mg.use_word_map(false);
+    let mut total = 0;
+    for (i, (board, rack)) in positions(lex, 120, 31).iter().enumerate() {
+        let leaves =
+            RackLeaves::new(rack, |kept| (kept.iter().fold(i as u64, |h, &t| mix(h ^ t as u64)) % 20_000) as i32);
+        let req = Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+        for mode in [Mode::All, Mode::Best(3)] {
+            let narrow = narrow_mg.generate(ctx(lex), &req, mode).to_vec();
+            assert_eq!(narrow, wide_mg.generate(wide_ctx, &req, mode), "position {i}, rack {rack:?}, {mode:?}");
+            total += narrow.len();
+        }
+    }
+    assert!(total > 120 * 20, "{total} moves");
+}
+
 /// Best-move search by the word map (racks holding a blank) and by the graph alone must agree
 /// with each other and with the head of the full list, on racks given one or two blanks, on
 /// both lexicons, with pseudo-random leave values that stress the bounds.

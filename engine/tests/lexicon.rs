@@ -171,3 +171,39 @@ fn word_lists_accept_either_case_and_name_the_bad_line() {
     assert!(err.message.contains("16 letters"));
     assert!(parse_word_list("\n\n", d, "w.txt").is_err());
 }
+
+/// Each node's `Step` (what the move generator walks) holds its arc, whether a word ends
+/// there, and its children's letters, in the packed layout and in the wide one: the packed
+/// layout for alphabets of up to 40 letters, the wide one beyond.
+#[test]
+fn steps_hold_each_nodes_arc_end_and_childrens_letters_in_both_layouts() {
+    use engine::lexicon::{StepLayout, Steps};
+    fn check(kwg: &Kwg, narrow: bool) {
+        let step = |i: u32| match kwg.steps() {
+            StepLayout::Narrow(s) => s.step(i),
+            StepLayout::Wide(s) => s.step(i),
+        };
+        assert_eq!(matches!(kwg.steps(), StepLayout::Narrow(_)), narrow);
+        for i in 0..kwg.node_count() as u32 {
+            let s = step(i);
+            assert_eq!(
+                (s.arc(), s.accepts(), s.kids()),
+                (kwg.arc(i), kwg.accepts(i), kwg.letters(kwg.arc(i))),
+                "node {i}"
+            );
+            let mut kids = s.kids();
+            while kids != 0 {
+                let t = kids.trailing_zeros() as u8;
+                kids &= kids - 1;
+                assert_eq!(s.child(t), kwg.child(kwg.arc(i), t), "node {i} tile {t}");
+            }
+        }
+    }
+    check(&enable().kwg, true);
+    check(&enable().kwg.clone().with_wide_steps(), false);
+    // Letters up to 63, as a distribution of that many letters may have.
+    let words: Vec<Vec<u8>> = enable().words.iter().step_by(50).map(|w| w.iter().map(|&t| t + 37).collect()).collect();
+    check(&Kwg::build(&words).unwrap(), false);
+    let words: Vec<Vec<u8>> = enable().words.iter().step_by(50).map(|w| w.iter().map(|&t| t + 14).collect()).collect();
+    check(&Kwg::build(&words).unwrap(), true);
+}
