@@ -389,24 +389,29 @@ impl CrossSets for CrossMemo<'_> {
 
 /// Letters `x` such that `prefix x suffix` is a word.
 fn cross_set(kwg: &Kwg, prefix: &[u8], suffix: &[u8]) -> u64 {
-    let mut list = kwg.dawg_root();
+    // Node 0's children are the DAWG's root list.
+    let mut node = 0;
     for &t in prefix {
-        match kwg.child(list, letter_of(t)) {
-            Some(n) => list = kwg.arc(n),
+        match kwg.step(node).child(letter_of(t)) {
+            Some(n) => node = n,
             None => return 0,
         }
     }
+    let before = kwg.step(node);
     let mut set = 0u64;
-    'letters: for n in kwg.siblings(list) {
-        let mut node = n;
+    let mut letters = before.kids();
+    'letters: while letters != 0 {
+        let x = letters.trailing_zeros() as u8;
+        letters &= letters - 1;
+        let Some(mut node) = before.child(x) else { continue };
         for &t in suffix {
-            match kwg.child(kwg.arc(node), letter_of(t)) {
+            match kwg.step(node).child(letter_of(t)) {
                 Some(m) => node = m,
                 None => continue 'letters,
             }
         }
-        if kwg.accepts(node) {
-            set |= 1 << kwg.tile(n);
+        if kwg.step(node).accepts() {
+            set |= 1 << x;
         }
     }
     set

@@ -80,25 +80,27 @@ impl Klv {
         self.values.is_empty()
     }
 
-    /// From sibling list `list`, reached with `idx` words before it, find `tile`: its node and
-    /// the index the word ending there would have (the words of the siblings before it come
-    /// from the counts, without a walk along them).
+    /// From node `parent`'s children, reached with `idx` words before them, find `tile`: its
+    /// node and the index the word ending there would have (the words of the siblings before
+    /// it come from the counts, without a walk along them).
     #[inline]
-    fn step(&self, list: u32, idx: u32, tile: u8) -> Option<(u32, u32)> {
-        let i = self.kwg.child(list, tile)?;
-        Some((i, idx + self.counts[list as usize] - self.counts[i as usize]))
+    fn step(&self, parent: u32, idx: u32, tile: u8) -> Option<(u32, u32)> {
+        let s = self.kwg.step(parent);
+        let i = s.child(tile)?;
+        Some((i, idx + self.counts[s.arc() as usize] - self.counts[i as usize]))
     }
 
     /// Word index of a sorted leave, if the table has it.
     pub fn index(&self, leave: &[u8]) -> Option<usize> {
-        let (mut list, mut idx) = (self.kwg.dawg_root(), 0);
+        // Node 0's children are the DAWG's root list.
+        let (mut parent, mut idx) = (0, 0);
         let mut node = None;
         for &t in leave {
             if let Some(n) = node {
                 idx += self.kwg.accepts(n) as u32;
-                list = self.kwg.arc(n);
+                parent = n;
             }
-            let (n, i) = self.step(list, idx, t)?;
+            let (n, i) = self.step(parent, idx, t)?;
             node = Some(n);
             idx = i;
         }
@@ -222,34 +224,43 @@ impl RackLeaves {
             }
             kinds[n - 1].1 += 1;
         }
-        let root = klv.kwg.dawg_root();
-        out.walk(klv, &kinds[..n], root, 0, 0, 0, 0);
+        // Node 0's children are the DAWG's root list.
+        out.walk(klv, &kinds[..n], Some(0), 0, 0, 0, 0);
         out
     }
 
-    /// Keep 0..=count copies of the first kind, then recurse on the rest; `list`/`idx` are where
-    /// the kept tiles so far lead in the leave graph (`list` 0: not in the table).
+    /// Keep 0..=count copies of the first kind, then recurse on the rest; `parent`/`idx` are
+    /// where the kept tiles so far lead in the leave graph (`None`: not in the table).
     #[allow(clippy::too_many_arguments)]
-    fn walk(&mut self, klv: &Klv, kinds: &[(u8, u8, u8)], list: u32, idx: u32, value: i32, kept: usize, used: u32) {
+    fn walk(
+        &mut self,
+        klv: &Klv,
+        kinds: &[(u8, u8, u8)],
+        parent: Option<u32>,
+        idx: u32,
+        value: i32,
+        kept: usize,
+        used: u32,
+    ) {
         let Some((&(tile, count, first), rest)) = kinds.split_first() else {
             self.set(used, if kept == 0 || kept >= crate::tiles::RACK_SIZE { 0 } else { value });
             return;
         };
-        let (mut list, mut idx, mut value) = (list, idx, value);
+        let (mut parent, mut idx, mut value) = (parent, idx, value);
         for keep in 0..=count {
             if keep > 0 {
-                match klv.step(list, idx, tile) {
+                match parent.and_then(|p| klv.step(p, idx, tile)) {
                     Some((n, i)) => {
-                        let accepts = klv.kwg.accepts(n);
+                        let accepts = klv.kwg.step(n).accepts();
                         value = if accepts { Klv::millis(klv.values[i as usize]) } else { 0 };
                         idx = i + accepts as u32;
-                        list = klv.kwg.arc(n);
+                        parent = Some(n);
                     }
-                    None => (list, value) = (0, 0),
+                    None => (parent, value) = (None, 0),
                 }
             }
             let use_bits = ((1u32 << (count - keep)) - 1) << first;
-            self.walk(klv, rest, list, idx, value, kept + keep as usize, used | use_bits);
+            self.walk(klv, rest, parent, idx, value, kept + keep as usize, used | use_bits);
         }
     }
 

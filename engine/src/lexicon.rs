@@ -34,9 +34,6 @@ const WALK_DEPTH: usize = 64;
 #[derive(Clone, Debug)]
 pub struct Kwg {
     nodes: Vec<u32>,
-    /// `letters[i]`: bit `t` set for each tile `t` among node `i` and its later siblings, so a
-    /// child is found by a popcount instead of a scan (derived from `nodes` on load).
-    letters: Vec<u64>,
     /// Per node: the node and its children's letters, so that a search stepping from node to
     /// child reads one entry a step (see `Step`).
     steps: StepStore,
@@ -196,18 +193,6 @@ impl Kwg {
         self.nodes.len()
     }
 
-    /// Node for `tile` in the sibling list starting at `list` (0 = empty list).
-    #[inline]
-    pub fn child(&self, list: u32, tile: u8) -> Option<u32> {
-        let letters = self.letters(list);
-        if tile >= 64 || letters >> tile & 1 == 0 {
-            return None;
-        }
-        let i = list + (letters & ((1u64 << tile) - 1)).count_ones();
-        // Siblings are sorted and distinct in a well-formed graph; a hostile one gets `None`.
-        (self.tile(i) == tile).then_some(i)
-    }
-
     /// This graph's number in this process (see the field).
     pub fn id(&self) -> u64 {
         self.id
@@ -216,13 +201,19 @@ impl Kwg {
     /// The same graph with its steps in the wide layout whatever its alphabet, to check the
     /// two layouts against each other (larger alphabets get it anyway).
     pub fn with_wide_steps(mut self) -> Self {
-        let step = |i: u32| match self.steps() {
-            StepLayout::Narrow(s) => s.step(i),
-            StepLayout::Wide(s) => s.step(i),
-        };
-        let wide = (0..self.nodes.len() as u32).map(step).collect();
+        let wide = (0..self.nodes.len() as u32).map(|i| self.step(i)).collect();
         self.steps = StepStore::Wide(wide);
         self
+    }
+
+    /// Node `i`'s `Step`, for walks outside the move generator's recursion (which reads
+    /// `steps` in the graph's layout, chosen once).
+    #[inline]
+    pub fn step(&self, i: u32) -> Step {
+        match self.steps() {
+            StepLayout::Narrow(s) => s.step(i),
+            StepLayout::Wide(s) => s.step(i),
+        }
     }
 
     /// Every node's `Step`, for searches that walk the graph.
@@ -231,12 +222,6 @@ impl Kwg {
             StepStore::Narrow(v) => StepLayout::Narrow(NarrowSteps(v)),
             StepStore::Wide(v) => StepLayout::Wide(WideSteps(v)),
         }
-    }
-
-    /// Tiles of the sibling list starting at `list`, as a bitmask (0 for the empty list).
-    #[inline]
-    pub fn letters(&self, list: u32) -> u64 {
-        if list == 0 { 0 } else { self.letters[list as usize] }
     }
 
     /// Iterate the nodes of the sibling list starting at `list`.
@@ -267,14 +252,13 @@ impl Kwg {
 
     /// Whether `word` (letters, no blank bits) is in the DAWG.
     pub fn contains(&self, word: &[u8]) -> bool {
-        let mut list = self.dawg_root();
-        let mut node = None;
+        // Node 0's children are the DAWG's root list.
+        let mut node = 0;
         for &t in word {
-            let Some(n) = self.child(list, t) else { return false };
-            node = Some(n);
-            list = self.arc(n);
+            let Some(n) = self.step(node).child(t) else { return false };
+            node = n;
         }
-        node.is_some_and(|n| self.accepts(n))
+        !word.is_empty() && self.step(node).accepts()
     }
 
     /// Every word of the DAWG in graph order (sorted by tile for a well-formed graph).
@@ -343,6 +327,7 @@ impl Kwg {
                 format!("siblings at node {i} are not in increasing tile order: corrupt"),
             ));
         }
+        // Each node's letters and its later siblings': a list's letters at its first node.
         let mut letters = vec![0u64; nodes.len()];
         for i in (0..nodes.len()).rev() {
             let tile = nodes[i] >> 24;
@@ -353,7 +338,7 @@ impl Kwg {
         let steps = StepStore::new(&nodes, &letters);
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        Ok(Self { nodes, letters, steps, anagrams: OnceLock::new(), word_map: OnceLock::new(), id })
+        Ok(Self { nodes, steps, anagrams: OnceLock::new(), word_map: OnceLock::new(), id })
     }
 
     pub fn load(path: &Path) -> Result<Self, DataError> {

@@ -1229,26 +1229,33 @@ impl Generator {
 /// run if the run read backwards leads on to it, and after a run if the letter, then the run
 /// read backwards, is a path.
 fn extension(kwg: &Kwg, tiles: &[u8; DIM], runs: &Runs, p: usize, want: u64) -> u64 {
-    // Follow the letters of `tiles[a..b]` backwards from `list`: the list reached, if any.
-    let backwards = |mut list: u32, a: usize, b: usize| {
+    // Follow the letters of `tiles[a..b]` backwards from `node`'s children: the node reached.
+    let backwards = |mut node: u32, a: usize, b: usize| {
         for q in (a..b).rev() {
-            list = kwg.arc(kwg.child(list, letter_of(tiles[q]))?);
+            node = kwg.step(node).child(letter_of(tiles[q]))?;
         }
-        Some(list)
+        Some(node)
     };
     let (lo, hi) = (runs.lo[p], runs.hi[p]);
-    let mut list = kwg.gaddag_root();
+    // Node 1's children are the GADDAG's root list.
+    let mut node = 1;
     let mut letters = want;
     if hi > p {
-        list = backwards(list, p + 1, hi + 1).unwrap_or(0);
-        letters &= kwg.letters(list);
+        match backwards(node, p + 1, hi + 1) {
+            Some(n) => {
+                node = n;
+                letters &= kwg.step(n).kids();
+            }
+            None => letters = 0,
+        }
     }
     if lo < p {
+        let from = kwg.step(node);
         let mut after = 0;
         while letters != 0 {
             let t = letters.trailing_zeros() as u8;
             letters &= letters - 1;
-            if kwg.child(list, t).is_some_and(|n| backwards(kwg.arc(n), lo, p).is_some()) {
+            if from.child(t).is_some_and(|n| backwards(n, lo, p).is_some()) {
                 after |= 1 << t;
             }
         }
