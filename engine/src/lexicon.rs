@@ -9,7 +9,7 @@
 //! Invariant (checked on load): every arc index is inside the array, every sibling list is
 //! terminated by an `is_end` node before the array ends (so no walk can run off the array), and
 //! siblings are in strictly increasing tile order (so a child is found by counting the tiles
-//! below it in the list's letter mask).
+//! below it in its parent's mask of its children's letters: see `Step`).
 
 use crate::error::{DataError, Located};
 use crate::tiles::Distribution;
