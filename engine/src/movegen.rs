@@ -622,7 +622,7 @@ impl Generator {
         let (mut keep, mut spend) = (i32::MIN, i32::MIN);
         // Windows by leftmost empty square `j`, growing rightwards one tile at a time.
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
-            let lo = runs.lo[empties[j]];
+            let lo = runs.lo(empties[j]);
             let mut c = Coefs::new();
             for k in 1..=r.min(m - j) {
                 let p = empties[j + k - 1];
@@ -633,7 +633,7 @@ impl Generator {
                 if j + k - 1 < ai {
                     continue; // the window must reach the anchor
                 }
-                let hi = runs.hi[p];
+                let hi = runs.hi(p);
                 let existing = runs.before[hi + 1] - runs.before[lo];
                 let fixed = existing * c.word_mult + c.perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
                 let score = 1000 * (fixed + c.paired(scores));
@@ -710,7 +710,7 @@ impl Generator {
         let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
         let runs = Runs::of(&l.tiles, &self.scores);
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
-            let lo = runs.lo[empties[j]];
+            let lo = runs.lo(empties[j]);
             let mut c = Coefs::new();
             for k in 1..=r.min(m - j) {
                 let p = empties[j + k - 1];
@@ -721,7 +721,7 @@ impl Generator {
                 if j + k - 1 < ai {
                     continue; // the window must reach the anchor
                 }
-                let hi = runs.hi[p];
+                let hi = runs.hi(p);
                 if hi == lo {
                     continue; // one letter is not a word
                 }
@@ -1030,7 +1030,7 @@ impl Generator {
                         Some(runs) => {
                             let mut c = Coefs::new();
                             ps.iter().for_each(|&p| c.add(lane, &lane.caps, p));
-                            let (lo, hi) = (runs.lo[ps[0]], runs.hi[ps[RACK_SIZE - 1]]);
+                            let (lo, hi) = (runs.lo(ps[0]), runs.hi(ps[RACK_SIZE - 1]));
                             let existing = runs.before[hi + 1] - runs.before[lo];
                             let score =
                                 existing * c.word_mult + c.perp_fixed + BINGO_BONUS + c.paired(&self.rack_scores);
@@ -1236,7 +1236,7 @@ fn extension(kwg: &Kwg, tiles: &[u8; DIM], runs: &Runs, p: usize, want: u64) -> 
         }
         Some(node)
     };
-    let (lo, hi) = (runs.lo[p], runs.hi[p]);
+    let (lo, hi) = (runs.lo(p), runs.hi(p));
     // Node 1's children are the GADDAG's root list.
     let mut node = 1;
     let mut letters = want;
@@ -1315,12 +1315,13 @@ impl LaneMemo {
 
 /// A lane's runs of board tiles: the face values of the tiles before each square, and each
 /// square's run (the square itself when it touches no tile on that side) as its first and last
-/// squares; so that a window's main word and its board tiles' score come without a scan.
+/// squares; so that a window's main word and its board tiles' score come without a scan. Bytes
+/// for squares: thirty lanes' memos stay small in the cache.
 #[derive(Clone, Copy)]
 struct Runs {
     before: [i32; DIM + 1],
-    lo: [usize; DIM],
-    hi: [usize; DIM],
+    lo: [u8; DIM],
+    hi: [u8; DIM],
 }
 
 impl Runs {
@@ -1330,12 +1331,24 @@ impl Runs {
         let mut r = Runs { before: [0; DIM + 1], lo: [0; DIM], hi: [0; DIM] };
         for q in 0..DIM {
             r.before[q + 1] = r.before[q] + if tiles[q] != 0 { scores[tiles[q] as usize] } else { 0 };
-            r.lo[q] = if q > 0 && tiles[q - 1] != 0 { r.lo[q - 1] } else { q };
+            r.lo[q] = if q > 0 && tiles[q - 1] != 0 { r.lo[q - 1] } else { q as u8 };
         }
         for q in (0..DIM).rev() {
-            r.hi[q] = if q + 1 < DIM && tiles[q + 1] != 0 { r.hi[q + 1] } else { q };
+            r.hi[q] = if q + 1 < DIM && tiles[q + 1] != 0 { r.hi[q + 1] } else { q as u8 };
         }
         r
+    }
+
+    /// First square of `p`'s run.
+    #[inline]
+    fn lo(&self, p: usize) -> usize {
+        self.lo[p] as usize
+    }
+
+    /// Last square of `p`'s run.
+    #[inline]
+    fn hi(&self, p: usize) -> usize {
+        self.hi[p] as usize
     }
 }
 
