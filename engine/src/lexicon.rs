@@ -92,8 +92,10 @@ enum StepStore {
     Wide(Vec<Step>),
 }
 
+/// Where a `StepStore::Narrow` entry's letters start: above its `link` (arc and `accepts`).
+const NARROW_SHIFT: u32 = 23;
 /// Tiles a `StepStore::Narrow` entry has room for.
-const NARROW_TILES: u32 = 64 - 23;
+const NARROW_TILES: u32 = 64 - NARROW_SHIFT;
 
 impl StepStore {
     fn new(nodes: &[u32], letters: &[u64]) -> Self {
@@ -103,7 +105,7 @@ impl StepStore {
             Step { link: arc | accepts, kids: if arc == 0 { 0 } else { letters[arc as usize] } }
         };
         if letters.iter().all(|&l| l >> NARROW_TILES == 0) {
-            StepStore::Narrow(nodes.iter().map(|&n| step(n)).map(|s| s.kids << 23 | s.link as u64).collect())
+            StepStore::Narrow(nodes.iter().map(|&n| step(n)).map(|s| s.kids << NARROW_SHIFT | s.link as u64).collect())
         } else {
             StepStore::Wide(nodes.iter().map(|&n| step(n)).collect())
         }
@@ -129,7 +131,7 @@ impl Steps for NarrowSteps<'_> {
     #[inline(always)]
     fn step(self, i: u32) -> Step {
         let p = self.0[i as usize];
-        Step { link: p as u32 & (ARC_MASK | STEP_ACCEPTS), kids: p >> 23 }
+        Step { link: p as u32 & (ARC_MASK | STEP_ACCEPTS), kids: p >> NARROW_SHIFT }
     }
     #[inline(always)]
     fn prefetch(self, i: u32) {

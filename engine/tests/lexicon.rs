@@ -177,15 +177,11 @@ fn word_lists_accept_either_case_and_name_the_bad_line() {
 /// layout for alphabets of up to 40 letters, the wide one beyond.
 #[test]
 fn steps_hold_each_nodes_arc_end_and_childrens_letters_in_both_layouts() {
-    use engine::lexicon::{StepLayout, Steps};
+    use engine::lexicon::StepLayout;
     fn check(kwg: &Kwg, narrow: bool) {
-        let step = |i: u32| match kwg.steps() {
-            StepLayout::Narrow(s) => s.step(i),
-            StepLayout::Wide(s) => s.step(i),
-        };
         assert_eq!(matches!(kwg.steps(), StepLayout::Narrow(_)), narrow);
         for i in 0..kwg.node_count() as u32 {
-            let s = step(i);
+            let s = kwg.step(i);
             assert_eq!((s.arc(), s.accepts()), (kwg.arc(i), kwg.accepts(i)), "node {i}");
             let kids: Vec<u32> = if kwg.arc(i) == 0 { vec![] } else { kwg.siblings(kwg.arc(i)).collect() };
             assert_eq!(s.kids(), kids.iter().fold(0, |m, &n| m | 1 << kwg.tile(n)), "node {i}");
