@@ -783,6 +783,12 @@ impl Generator {
             }
             return (start as u32, self.found.len() as u32);
         }
+        if blanks == 2
+            && let Some(words) = map.plus_two(letters)
+        {
+            self.found.extend_from_slice(words);
+            return (start as u32, self.found.len() as u32);
+        }
         let k = (crate::lexicon::anagrams::key(letters), blanks as u8);
         if let Some(&range) = self.looked.get(&k) {
             return range;

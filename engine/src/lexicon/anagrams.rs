@@ -25,6 +25,14 @@ pub struct Anagrams {
     short_words: Vec<u32>,
     /// A one-hash bit filter over the keys of both indexes (`Filter`).
     filter: Filter,
+    /// The word map only: a filter over every word's alphagram less two letters, so that a
+    /// rack subset spending two blanks, whose words take a probe of `short_index` per letter
+    /// the first blank may be, is answered by one probe when no word has its letters (most).
+    less_two: Filter,
+    /// The word map only: alphagram less two letters -> range of `two_words`, for words of up
+    /// to `MAX_TWO_LEN` letters, each once under each key.
+    two_index: FxHashMap<u128, (u32, u32)>,
+    two_words: Vec<u32>,
 }
 
 impl Anagrams {
@@ -62,7 +70,9 @@ impl Anagrams {
         let index = ranges(&order);
         let words: Vec<Word> = order.iter().map(|&e| listed[(e & INDEX_MASK) as usize]).collect();
         let (mut short_index, mut short_words) = (FxHashMap::default(), Vec::new());
+        let (mut less_two, mut two_index, mut two_words) = Default::default();
         if short {
+            (less_two, two_index, two_words) = less_two_index(&order);
             // Each word's alphagram less each distinct letter in turn, cut out of the packed
             // alphagram (`n` letters, the first in the top six bits).
             let mut less_one: Vec<u128> = Vec::with_capacity(words.len() * 7);
@@ -88,7 +98,26 @@ impl Anagrams {
         let mut filter = Filter::new(index.len() + short_index.len());
         index.keys().for_each(|&k| filter.insert(k, EXACT));
         short_index.keys().for_each(|&k| filter.insert(k, LESS_ONE));
-        Self { index, words, short_index, short_words, filter }
+        Self { index, words, short_index, short_words, filter, less_two, two_index, two_words }
+    }
+
+    /// Indices (for [`Anagrams::word`]) of the words made of these letters (given sorted) and
+    /// two more, each once, where the word map can say in one probe: `None` where the caller
+    /// must go letter by letter (words longer than `MAX_TWO_LEN` that the filter does not rule
+    /// out, and the bingo index).
+    #[inline]
+    pub fn plus_two(&self, sorted: &[u8]) -> Option<&[u32]> {
+        let k = key(sorted);
+        if !self.less_two.may_hold(k, LESS_TWO) {
+            return Some(&[]);
+        }
+        if sorted.len() + 2 > MAX_TWO_LEN || self.less_two.bits.is_empty() {
+            return None;
+        }
+        Some(match self.two_index.get(&k) {
+            Some(&(a, b)) => &self.two_words[a as usize..b as usize],
+            None => &[],
+        })
     }
 
     /// Indices (for [`Anagrams::word`]) of the words made of these letters (given sorted) and
@@ -114,6 +143,9 @@ impl Anagrams {
             + table(self.short_index.capacity())
             + self.short_words.capacity() * 4
             + self.filter.bits.capacity() * 8
+            + self.less_two.bits.capacity() * 8
+            + table(self.two_index.capacity())
+            + self.two_words.capacity() * 4
     }
 
     /// Indices (for [`Anagrams::word`]) of the words made of exactly these letters, given
@@ -139,6 +171,62 @@ impl Anagrams {
 /// Which index a key is filtered for.
 const EXACT: u64 = 0x9e37_79b9_7f4a_7c15;
 const LESS_ONE: u64 = 0xc2b2_ae3d_27d4_eb4f;
+const LESS_TWO: u64 = 0x1656_67b1_9e37_79f9;
+
+/// Longest words the word map also holds under their alphagram less two letters
+/// (`two_index`): two blanks in words up to this long are one probe. Longer words' pairs would
+/// take ten times the entries (ENABLE: 1.3 M entries up to 8 letters, 4.2 M in all).
+const MAX_TWO_LEN: usize = 8;
+
+/// What the word map keeps of each word's alphagram less two letters, from `order` (packed
+/// entries, sorted): the filter over all of them, and the index of those of words of up to
+/// `MAX_TWO_LEN` letters.
+fn less_two_index(order: &[u128]) -> (Filter, FxHashMap<u128, (u32, u32)>, Vec<u32>) {
+    // Letters `i < j` of an alphagram of `n` letters, as `bits` a letter (`packed`: 6; `key`:
+    // 8), cut out of it.
+    let cut = |p: u128, n: usize, i: usize, j: usize, bits: usize| {
+        let below = |k: usize| (1u128 << (bits * k)) - 1;
+        let before = p >> (bits * (n - i));
+        let between = p >> (bits * (n - j)) & below(j - i - 1);
+        let after = p & below(n - 1 - j);
+        ((before << (bits * (j - i - 1)) | between) << (bits * (n - 1 - j))) | after
+    };
+    // Each distinct pair of an alphagram's letters: a letter goes only as the first of its run,
+    // or as the second of the pair right after the first taken from the same run.
+    fn pairs(a: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..a.len())
+            .filter(move |&i| i == 0 || a[i] != a[i - 1])
+            .flat_map(move |i| (i + 1..a.len()).filter(move |&j| j == i + 1 || a[j] != a[j - 1]).map(move |j| (i, j)))
+    }
+    let letters = |e: u128| {
+        let p = e >> INDEX_BITS;
+        let n = (128 - p.leading_zeros()).div_ceil(6) as usize;
+        let mut a = [0u8; MAX_WORD_LEN];
+        for (j, t) in a[..n].iter_mut().enumerate() {
+            *t = (p >> (6 * (n - 1 - j)) & 63) as u8;
+        }
+        (p, a, n)
+    };
+    let inserts: usize = order.iter().map(|&e| letters(e)).map(|(_, a, n)| pairs(&a[..n]).count()).sum();
+    // Keys are not deduplicated for the filter (that would sort millions): an alphagram less
+    // two letters comes from about two words, so four bits an insert make about eight a
+    // distinct key (ENABLE: 2.0 M keys, 4 MB).
+    let mut filter = Filter::new(inserts / 4);
+    let mut short = Vec::new();
+    for (w, &e) in order.iter().enumerate() {
+        let (p, a, n) = letters(e);
+        let k = key(&a[..n]);
+        for (i, j) in pairs(&a[..n]) {
+            filter.insert(cut(k, n, i, j, 8), LESS_TWO);
+            if n <= MAX_TWO_LEN {
+                short.push(cut(p, n, i, j, 6) << INDEX_BITS | w as u128);
+            }
+        }
+    }
+    short.sort_unstable();
+    let index = ranges(&short);
+    (filter, index, short.into_iter().map(|e| (e & INDEX_MASK) as u32).collect())
+}
 
 /// A bit per hashed key, 16 bits a key or more (about one false "maybe" in 16): most probes of
 /// the word map are for letters no word has, and this answers them from a few MB that stay in
@@ -323,5 +411,61 @@ mod tests {
         att.sort_unstable();
         let four: Vec<Vec<u8>> = a.plus_one(&att).iter().map(|&i| word(i)).collect();
         assert_eq!(four, vec![w("TATE")]);
+    }
+
+    /// `plus_two` against its definition on a random lexicon of four letters (so that most
+    /// letter sets have words with two more): where it answers, each word of the letters and
+    /// two more, once; where it does not, only letters too many for the index (and not ruled
+    /// out by the filter).
+    #[test]
+    fn word_map_finds_words_with_two_letters_more() {
+        let mut rng = crate::rng::Rng::new(11);
+        let mut words: Vec<Vec<u8>> =
+            (0..3_000).map(|_| (0..2 + rng.below(9)).map(|_| 1 + rng.below(4) as u8).collect()).collect();
+        words.sort();
+        words.dedup();
+        let kwg = super::super::Kwg::build(&words).unwrap();
+        let a = Anagrams::word_map(&kwg);
+        let alphagram = |w: &[u8]| {
+            let mut s = w.to_vec();
+            s.sort_unstable();
+            s
+        };
+        // Whether `sub` (sorted) is a sub-multiset of `all` (sorted).
+        let within = |sub: &[u8], all: &[u8]| {
+            let mut rest = all.iter();
+            sub.iter().all(|t| rest.by_ref().any(|x| x == t))
+        };
+        let (mut answered, mut found) = (0, 0);
+        let mut sets: Vec<Vec<u8>> = vec![vec![]];
+        for len in 1..=MAX_WORD_LEN - 2 {
+            let shorter: Vec<Vec<u8>> = sets.iter().filter(|s| s.len() == len - 1).cloned().collect();
+            for s in shorter {
+                for t in *s.last().unwrap_or(&1)..=4 {
+                    sets.push([s.as_slice(), &[t]].concat());
+                }
+            }
+        }
+        for letters in &sets {
+            let mut expected: Vec<Vec<u8>> = words
+                .iter()
+                .filter(|w| w.len() == letters.len() + 2 && within(letters, &alphagram(w)))
+                .cloned()
+                .collect();
+            expected.sort();
+            match a.plus_two(letters) {
+                Some(got) => {
+                    let mut got: Vec<Vec<u8>> =
+                        got.iter().map(|&i| a.word(i).iter().copied().take_while(|&t| t != 0).collect()).collect();
+                    got.sort();
+                    assert_eq!(got, expected, "{letters:?}");
+                    answered += 1;
+                    found += got.len();
+                }
+                None => assert!(letters.len() + 2 > MAX_TWO_LEN, "{letters:?}"),
+            }
+        }
+        assert!(answered > 300 && found > 1_000, "{answered} sets answered, {found} words");
+        assert!(Anagrams::bingos(&kwg).plus_two(&[1, 2, 3, 4, 1]).is_none(), "the bingo index has no short keys");
     }
 }
