@@ -5,7 +5,9 @@
 //!   search costs most (a blank may stand for any letter on every square, seven tiles deep);
 //! - the word map, every word of two or more letters, and each word again under its alphagram
 //!   less one letter (once per distinct letter), so that a rack subset holding a blank is one
-//!   lookup rather than one per letter. Best-move search runs on it (see `movegen`).
+//!   lookup rather than one per letter; and words of up to `MAX_TWO_LEN` letters under their
+//!   alphagram less two letters, so that one spending two blanks is one lookup as well. Best-move
+//!   search runs on it (see `movegen`).
 
 use super::{Kwg, MAX_WORD_LEN};
 use crate::tiles::RACK_SIZE;
