@@ -188,10 +188,11 @@ pub struct Generator {
     found: Vec<u32>,
     /// Best-move search looks words up in the word map (see `word_map_anchor`).
     word_map: bool,
-    /// Word-map search: the rack's distinct subsets by size, best leave first; `by_size[k]`
-    /// is where size `k` starts.
+    /// Word-map search: the rack's distinct subsets by blanks and size, best leave first;
+    /// `by_size[b][k]` is where those of `b` blanks and size `k` start (each pass of the
+    /// search spends a given number of blanks).
     subsets: Vec<Subset>,
-    by_size: [usize; RACK_SIZE + 2],
+    by_size: [[usize; RACK_SIZE + 2]; RACK_SIZE + 1],
     /// Word-map lookups of this call: (letters key, blanks) -> range of `found`.
     looked: FxHashMap<(u128, u8), (u32, u32)>,
     /// The distribution's letters (what a blank may stand for).
@@ -273,7 +274,7 @@ impl Generator {
             found: Vec::new(),
             word_map: word_map_on(),
             subsets: Vec::with_capacity(128),
-            by_size: [0; RACK_SIZE + 2],
+            by_size: [[0; RACK_SIZE + 2]; RACK_SIZE + 1],
             looked: FxHashMap::default(),
             letter_mask: 0,
         }
@@ -654,7 +655,8 @@ impl Generator {
         self.word_map = on;
     }
 
-    /// The rack's distinct subsets (one per canonical slot mask), by size, best leave first.
+    /// The rack's distinct subsets (one per canonical slot mask), by blanks and size, best leave
+    /// first.
     fn subsets(&mut self, req: &Request) {
         let slots = &req.leaves.slots;
         self.subsets.clear();
@@ -687,13 +689,11 @@ impl Generator {
             sub.scores[..n].sort_unstable_by(|x, y| y.cmp(x));
             self.subsets.push(sub);
         }
-        self.subsets.sort_unstable_by_key(|s| (s.size, std::cmp::Reverse(s.leave)));
-        let mut at = 0;
-        for k in 0..=RACK_SIZE + 1 {
-            while at < self.subsets.len() && (self.subsets[at].size as usize) < k {
-                at += 1;
+        self.subsets.sort_unstable_by_key(|s| (s.blanks, s.size, std::cmp::Reverse(s.leave)));
+        for (b, starts) in self.by_size.iter_mut().enumerate() {
+            for (k, start) in starts.iter_mut().enumerate() {
+                *start = self.subsets.partition_point(|s| ((s.blanks as usize), (s.size as usize)) < (b, k));
             }
-            self.by_size[k] = at;
         }
     }
 
@@ -734,11 +734,9 @@ impl Generator {
                 }
                 let (through, nt) = sorted_through(&l.tiles, lo, hi);
                 let ps = &empties[j..j + k];
-                for si in self.by_size[k]..self.by_size[k + 1] {
-                    let sub = self.subsets[si];
-                    if sub.blanks != blanks {
-                        continue;
-                    }
+                let b = blanks as usize;
+                for si in self.by_size[b][k]..self.by_size[b][k + 1] {
+                    let sub = &self.subsets[si];
                     let cut = self.cut;
                     if top * 1000 + sub.leave < cut {
                         break; // best leave first: no later subset can reach it either
@@ -751,6 +749,7 @@ impl Generator {
                     if no_fit > sub.blanks as usize {
                         continue;
                     }
+                    let sub = *sub; // copied only here: `look_up` needs `self`
                     let real = &sub.real[..k - sub.blanks as usize];
                     let mut letters = [0u8; 2 * DIM];
                     letters[..real.len()].copy_from_slice(real);
