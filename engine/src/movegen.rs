@@ -692,7 +692,7 @@ impl Generator {
         self.subsets.sort_unstable_by_key(|s| (s.blanks, s.size, std::cmp::Reverse(s.leave)));
         for (b, starts) in self.by_size.iter_mut().enumerate() {
             for (k, start) in starts.iter_mut().enumerate() {
-                *start = self.subsets.partition_point(|s| ((s.blanks as usize), (s.size as usize)) < (b, k));
+                *start = self.subsets.partition_point(|s| (s.blanks as usize, s.size as usize) < (b, k));
             }
         }
     }
