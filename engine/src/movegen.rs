@@ -6,10 +6,10 @@
 //! than searched for, and the graph search stops at six tiles: a blank on the rack makes the
 //! seven-tile search the most expensive part of the whole generation.
 //!
-//! In best-move mode a rack holding a blank is searched without the graph: each window of
-//! empty squares is filled by looking up the rack's subsets, with the letters played through,
-//! in the lexicon's word map (`word_map_anchor`), where a blank costs one probe rather than a
-//! search per letter.
+//! In best-move mode the plays of a rack holding a blank that spend it are found without the
+//! graph: each window of empty squares is filled by looking up the rack's subsets, with the
+//! letters played through, in the lexicon's word map (`word_map_anchor`), where a blank costs
+//! one probe rather than a search per letter. The plays keeping every blank are the graph's.
 //!
 //! A placement is generated from the leftmost anchor among the squares it covers (going left
 //! from an anchor never places a tile on another anchor), so each is produced once per
@@ -188,9 +188,9 @@ pub struct Generator {
     found: Vec<u32>,
     /// Best-move search looks words up in the word map (see `word_map_anchor`).
     word_map: bool,
-    /// Word-map search: the rack's distinct subsets by blanks and size, best leave first;
-    /// `by_size[b][k]` is where those of `b` blanks and size `k` start (each pass of the
-    /// search spends a given number of blanks).
+    /// Word-map search: the rack's distinct subsets spending a blank, by blanks and size, best
+    /// leave first; `by_size[b][k]` is where those of `b` blanks and size `k` start (each pass
+    /// of the search spends a given number of blanks).
     subsets: Vec<Subset>,
     by_size: [[usize; RACK_SIZE + 2]; RACK_SIZE + 1],
     /// Word-map lookups of this call: (letters key, blanks) -> range of `found`.
@@ -415,7 +415,9 @@ impl Generator {
         // (see `push`).
         if word_map {
             // One pass per number of blanks spent, none first: a blank kept is worth so much
-            // that the cheap pass sets a threshold few plays spending one reach.
+            // that the cheap pass sets a threshold few plays spending one reach. That pass is
+            // the graph's, which finds an anchor's blankless plays in fewer steps than its
+            // windows take probes.
             let map = ctx.kwg.word_map();
             self.subsets(req);
             self.found.clear();
@@ -427,8 +429,12 @@ impl Generator {
                         break;
                     }
                     let a = &anchors[key as u32 as usize];
-                    self.load(a);
-                    self.word_map_anchor(map, a.at as usize, a.left_limit as usize, spent);
+                    if spent == 0 {
+                        self.search_anchor(ctx.kwg, a, false);
+                    } else {
+                        self.load(a);
+                        self.word_map_anchor(map, a.at as usize, a.left_limit as usize, spent);
+                    }
                 }
                 self.ranked = ranked.into_vec();
             }
@@ -655,12 +661,13 @@ impl Generator {
         self.word_map = on;
     }
 
-    /// The rack's distinct subsets (one per canonical slot mask), by blanks and size, best leave
-    /// first.
+    /// The distinct subsets (one per canonical slot mask) of a rack holding a blank that spend
+    /// one, by blanks and size, best leave first.
     fn subsets(&mut self, req: &Request) {
         let slots = &req.leaves.slots;
         self.subsets.clear();
-        for used in 1u32..1 << slots.len() {
+        // Blanks sort first, and a canonical mask spends the first blank slot first.
+        for used in (1u32..1 << slots.len()).step_by(2) {
             if !RackLeaves::canonical(slots, used) {
                 continue;
             }
@@ -697,7 +704,7 @@ impl Generator {
         }
     }
 
-    /// Every play spending `blanks` blanks from anchor `a` of the loaded lane that can reach
+    /// Every play spending `blanks` (one or two) blanks from anchor `a` of the loaded lane that can reach
     /// the threshold, by lookup:
     /// for each window of empty squares whose leftmost anchor is `a`, each rack subset of the
     /// window's size whose score bound (its tiles on the window's squares, best on best) plus
@@ -728,7 +735,7 @@ impl Generator {
                 let existing = runs.before[hi + 1] - runs.before[lo];
                 let fixed = existing * c.word_mult + c.perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
                 let top = fixed + c.paired(&self.rack_scores);
-                let best_leave = if blanks == 0 { self.leave_keep[k] } else { self.leave_use[k] };
+                let best_leave = self.leave_use[k];
                 if best_leave == i32::MIN || top * 1000 + best_leave < self.cut {
                     continue; // no subset of this size can reach the threshold here
                 }
