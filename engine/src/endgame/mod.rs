@@ -627,7 +627,7 @@ impl<'s> Search<'s> {
                     let a = floor(alpha, best_at);
                     // The first move in full, as on one thread; the others with a null window.
                     let top = if i == 0 { job.beta } else { a + 1 };
-                    let (v, mut h) = self.visit(root, &mv, head, child, job.depth - 1, 1, -top, -a);
+                    let (v, mut h) = self.visit(root, &mv, head, child, job.depth - 1, 1, -top, -a, true);
                     let mut v = -v;
                     if i > 0 && v > a && v < job.beta && !self.stopped {
                         // The window may have moved while this move was searched.
@@ -636,7 +636,7 @@ impl<'s> Search<'s> {
                             (st.alpha, st.best_at)
                         };
                         let a = floor(alpha, best_at);
-                        let (v2, h2) = self.visit(root, &mv, head, child, job.depth - 1, 1, -job.beta, -a);
+                        let (v2, h2) = self.visit(root, &mv, head, child, job.depth - 1, 1, -job.beta, -a, true);
                         (v, h) = (-v2, h || h2);
                     }
                     self.spare.extend(child.take());
@@ -703,11 +703,13 @@ impl<'s> Search<'s> {
         ply: usize,
         alpha: i32,
         beta: i32,
+        shortcut: bool,
     ) -> (i32, bool) {
         match self.enter(head.hash, head.spread, depth, ply, alpha, beta) {
             Enter::Done(v, h) => (v, h),
             Enter::Search(_)
                 if depth == 1
+                    && shortcut
                     && child.is_none()
                     && let Some(v) = self.fails_high(node, mv, head, ply, beta) =>
             {
@@ -756,9 +758,14 @@ impl<'s> Search<'s> {
             return (base - node.racks[0].value + node.racks[1].value, true);
         }
         if depth == 1 {
-            return self.frontier(node, ply, beta);
+            return self.frontier(node, ply, alpha, beta);
         }
         let alpha0 = alpha;
+        // Below the root's moves, null-window nodes alternate: cut nodes (the first move
+        // refutes) at odd plies, all-nodes (every move fails) at even ones. A frontier child
+        // of a cut node is expected to fail low, where `fails_high` is wasted; after a first
+        // move that did not cut, the node is an all-node whatever its ply.
+        let expect_all = !pv_node && ply.is_multiple_of(2);
         let mut moves = std::mem::take(&mut self.moves[ply]);
         moves.clear();
         // The table's move first, found in its lane alone: it usually cuts, and then the other
@@ -800,13 +807,13 @@ impl<'s> Search<'s> {
                 Next::Go(head) => {
                     let child = &mut None;
                     let (v, h) = if i == 0 {
-                        let (v, h) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -beta, -alpha);
+                        let (v, h) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -beta, -alpha, expect_all);
                         (-v, h)
                     } else {
-                        let (v, h) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -alpha - 1, -alpha);
+                        let (v, h) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -alpha - 1, -alpha, true);
                         let v = -v;
                         if v > alpha && v < beta && pv_node && !self.stopped {
-                            let (v, h2) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -beta, -alpha);
+                            let (v, h2) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -beta, -alpha, true);
                             (-v, h || h2)
                         } else {
                             (v, h)
@@ -860,12 +867,14 @@ impl<'s> Search<'s> {
     /// ends the game is scored exactly; any other gets the horizon value of the position after
     /// it (spread, less the rack the mover keeps, plus the opponent's, and the stuck-tile term
     /// of [`Search::stuck_term`]). Returns a solved lower bound when a game-ending move alone
-    /// reaches `beta`.
-    fn frontier(&mut self, node: &Node, ply: usize, beta: i32) -> (i32, bool) {
+    /// reaches `beta`, and an upper bound when the stuck-tile term at its most cannot lift the
+    /// value above `alpha`.
+    fn frontier(&mut self, node: &Node, ply: usize, alpha: i32, beta: i32) -> (i32, bool) {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
         // A move worth w (score plus the tiles it plays) is valued base + w, going out base + w
         // + the opponent's rack.
         let base = node.spread + opp.value - me.value;
+        let mut bound = Bound::Exact;
         let (value, mv, horizon) = if node.scoreless + 1 >= MAX_SCORELESS_TURNS {
             self.last_scoreless_turn(node, beta)
         } else {
@@ -874,7 +883,16 @@ impl<'s> Search<'s> {
             match best.out {
                 Some((m, w)) if base + w >= beta => (base + w, m, false),
                 out => {
-                    let keep = base + best.keep.1 + self.stuck_term(node, best.used);
+                    let mine = stuck_value(self.sh.ctx.dist, me, best.used);
+                    // The term is at most 0 for a stuck mover, else at most the opponent's rack.
+                    let most = base + best.keep.1 + if mine.is_some() { 0 } else { opp.value };
+                    let keep = if most <= alpha && out.is_none_or(|(_, w)| base + w <= alpha) {
+                        // Fails low whatever the opponent can play: not worth finding out.
+                        bound = Bound::Upper;
+                        most
+                    } else {
+                        base + best.keep.1 + self.stuck_term(node, mine)
+                    };
                     match out {
                         Some((m, w)) if base + w >= keep => (base + w, m, true),
                         _ => (keep, best.keep.0, true),
@@ -884,7 +902,9 @@ impl<'s> Search<'s> {
         };
         self.pv[ply].clear();
         self.pv[ply].push(mv);
-        let bound = if value >= beta { Bound::Lower } else { Bound::Exact };
+        if value >= beta {
+            bound = Bound::Lower;
+        }
         let stored = (value - node.spread).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
         self.sh.table.put(node.hash, Entry { value: stored, depth: 1, bound, solved: !horizon, mv: fingerprint(&mv) });
         (value, horizon)
@@ -935,16 +955,15 @@ impl<'s> Search<'s> {
     }
 
     /// What stuck tiles add to a horizon value, from the mover's view: when one side holds
-    /// tiles no play on this board can place (`used`: the mover's tiles that some play places)
+    /// tiles no play on this board can place (`mine`: the face value of the mover's, if any)
     /// and the other does not, the other side is the one that goes out, so the stuck side's
     /// stuck tiles count against it a second time. Judged here, one ply above the horizon,
     /// not at the root: tiles get stuck as the board fills (the second U once the first is
     /// played) and come free as it opens.
-    fn stuck_term(&mut self, node: &Node, used: u64) -> i32 {
-        let (me, opp) = (&node.racks[0], &node.racks[1]);
+    fn stuck_term(&mut self, node: &Node, mine: Option<i32>) -> i32 {
+        let opp = &node.racks[1];
         let theirs = self.plays.used(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, opp.tiles());
-        let dist = self.sh.ctx.dist;
-        match (stuck_value(dist, me, used), stuck_value(dist, opp, theirs)) {
+        match (mine, stuck_value(self.sh.ctx.dist, opp, theirs)) {
             (Some(mine), None) => -mine,
             (None, Some(theirs)) => theirs,
             _ => 0,
