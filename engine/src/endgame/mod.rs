@@ -705,6 +705,12 @@ impl<'s> Search<'s> {
         beta: i32,
         shortcut: bool,
     ) -> (i32, bool) {
+        if depth == 1 && !shortcut && child.is_none() {
+            // A frontier node that will be valued on its board (the table rarely knows it: it
+            // is new at this depth): its slot is fetched while the board is built.
+            self.sh.table.prefetch(head.hash);
+            *child = Some(self.build(node, mv, head));
+        }
         match self.enter(head.hash, head.spread, depth, ply, alpha, beta) {
             Enter::Done(v, h) => (v, h),
             Enter::Search(_)
