@@ -704,8 +704,8 @@ impl Generator {
         }
     }
 
-    /// Every play spending `blanks` (one or two) blanks from anchor `a` of the loaded lane that can reach
-    /// the threshold, by lookup:
+    /// Every play spending `blanks` blanks (one or more) from anchor `a` of the loaded lane that
+    /// can reach the threshold, by lookup:
     /// for each window of empty squares whose leftmost anchor is `a`, each rack subset of the
     /// window's size whose score bound (its tiles on the window's squares, best on best) plus
     /// its leave can reach the threshold, the words of the subset's letters and the letters
