@@ -10,9 +10,10 @@
 //! - A search that never met the depth horizon is exact; entries from such searches are marked
 //!   solved and used at any depth. Deepening stops once the root is solved.
 //! - One ply above the horizon, a node's value is the spread after its mover's best move by
-//!   worth ([`plays`]). Where a null window only asks whether that value reaches beta, the
-//!   lanes the last move left alone are asked first, from the parent's board: often one
-//!   of them holds a good enough move, and the new board is never built.
+//!   worth ([`plays`]). Where a null window only asks whether that value reaches beta and the
+//!   parent is an all-node, the lanes the last move left alone are asked first, from the
+//!   parent's board: often one of them holds a good enough move, and the new board is never
+//!   built.
 //! - Threads share out the root's moves (`RootJob`): an endgame root has hundreds or
 //!   thousands of moves, none holding more than a few percent of the search, so each thread
 //!   takes the next move not yet taken. They share the table. The best move is the first in
