@@ -890,15 +890,16 @@ impl<'s> Search<'s> {
             match best.out {
                 Some((m, w)) if base + w >= beta => (base + w, m, false),
                 out => {
+                    let kept = base + best.keep.1;
                     let mine = stuck_value(self.sh.ctx.dist, me, best.used);
                     // The term is at most 0 for a stuck mover, else at most the opponent's rack.
-                    let most = base + best.keep.1 + if mine.is_some() { 0 } else { opp.value };
+                    let most = kept + if mine.is_some() { 0 } else { opp.value };
                     let keep = if most <= alpha && out.is_none_or(|(_, w)| base + w <= alpha) {
                         // Fails low whatever the opponent can play: not worth finding out.
                         bound = Bound::Upper;
                         most
                     } else {
-                        base + best.keep.1 + self.stuck_term(node, mine)
+                        kept + self.stuck_term(node, mine)
                     };
                     match out {
                         Some((m, w)) if base + w >= keep => (base + w, m, true),
