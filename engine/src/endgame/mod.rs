@@ -13,7 +13,8 @@
 //!   worth ([`plays`]). Where a null window only asks whether that value reaches beta and the
 //!   parent is an all-node, the lanes the last move left alone are asked first, from the
 //!   parent's board: often one of them holds a good enough move, and the new board is never
-//!   built.
+//!   built. Where no move can be worth enough to reach alpha, which bounds on the lanes the
+//!   memo lacks show without generating them, the node fails low at once.
 //! - Threads share out the root's moves (`RootJob`): an endgame root has hundreds or
 //!   thousands of moves, none holding more than a few percent of the search, so each thread
 //!   takes the next move not yet taken. They share the table. The best move is the first in
@@ -881,9 +882,19 @@ impl<'s> Search<'s> {
         // A move worth w (score plus the tiles it plays) is valued base + w, going out base + w
         // + the opponent's rack.
         let base = node.spread + opp.value - me.value;
+        // Any move's value is at most base + its worth + the opponent's rack (the going-out
+        // bonus, or the stuck-tile term at its most): moves worth `cap` or less fail low.
+        let cap = alpha - base - opp.value;
         let mut bound = Bound::Exact;
         let (value, mv, horizon) = if node.scoreless + 1 >= MAX_SCORELESS_TURNS {
             self.last_scoreless_turn(node, beta)
+        } else if let Some(most) =
+            (cap >= 0).then(|| self.plays.none_above(self.sh.ctx, &node.board, &node.lanes, me.tiles(), cap)).flatten()
+        {
+            // No move, the pass included, is worth more than `cap`: fails low, and the lanes
+            // the memo lacks are bounded, not generated.
+            bound = Bound::Upper;
+            (base + most + opp.value, Move::PASS, true)
         } else {
             let best =
                 self.plays.best(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, me.tiles(), opp.value, ALL_LANES);
@@ -1095,6 +1106,7 @@ impl<'s> Search<'s> {
             for bit in (0..LANES).filter(|&b| touched >> b & 1 != 0) {
                 child.lanes[bit] = child.board.lane_key(bit / DIM, bit % DIM);
             }
+            self.plays.prefetch(&child.lanes, child.racks[0].tiles(), touched);
         }
         child
     }

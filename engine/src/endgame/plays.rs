@@ -14,9 +14,10 @@ use super::fingerprint;
 use crate::board::{Board, DIM, lane_bit};
 use crate::leaves::RackLeaves;
 use crate::memory::Zeroed;
-use crate::movegen::{ALL_LANES, Ctx, Generator, Mode, Request};
+use crate::movegen::{ALL_LANES, BINGO_BONUS, Ctx, Generator, Mode, Request};
 use crate::moves::{Kind, Move};
 use crate::rng::mix;
+use crate::tiles::RACK_SIZE;
 
 /// Lanes on the board, and so keys per position.
 pub(super) const LANES: usize = 2 * DIM;
@@ -70,6 +71,123 @@ pub(super) struct Best {
     pub keep: (Move, i32),
     pub out: Option<(Move, i32)>,
     pub used: u64,
+}
+
+/// `Lane::start` of a memo slot that holds no plays, only a bound on their worth (see
+/// [`Plays::none_above`]).
+const CAPPED: u32 = u32::MAX;
+
+/// An upper bound on the worth (score plus the face value of the tiles played) of every play
+/// of `rack` along (`dir`, `lane`) of `board`; `i32::MIN` when the lane has no place for one.
+/// No word is looked up: the tiles fill `k` consecutive empty squares, one of them an anchor,
+/// each admitting (by its cross-set) a rack tile; the main word holds the board tiles of their
+/// span; the rack's best faces go on the window's best letter multipliers, or each square gets
+/// the best face it admits, whichever is less; all seven tiles earn the bingo bonus. Far
+/// cheaper than generating the lane, and in a lopsided endgame (a stuck tile) loose enough
+/// rarely to matter.
+fn worth_bound(ctx: Ctx, board: &Board, dir: usize, lane: usize, rack: &Faces) -> i32 {
+    let (tiles, cross, cross_score) =
+        (board.lane_tiles(dir, lane), board.lane_cross(dir, lane), board.lane_cross_score(dir, lane));
+    let squares = lane * DIM..lane * DIM + DIM;
+    let (lm, wm) = (&ctx.layout.letter_mult[dir][squares.clone()], &ctx.layout.word_mult[dir][squares]);
+    // Board tile scores before each square, and the ends of the run of board tiles either
+    // side of each square.
+    let mut before = [0; DIM + 1];
+    for p in 0..DIM {
+        before[p + 1] = before[p] + if tiles[p] != 0 { ctx.dist.score(tiles[p]) } else { 0 };
+    }
+    let (mut lo, mut hi) = ([0; DIM], [DIM; DIM]);
+    for p in 1..DIM {
+        lo[p] = if tiles[p - 1] != 0 { lo[p - 1] } else { p };
+    }
+    for p in (0..DIM - 1).rev() {
+        hi[p] = if tiles[p + 1] != 0 { hi[p + 1] } else { p + 1 };
+    }
+    let (mut empties, mut m) = ([0; DIM], 0);
+    for p in (0..DIM).filter(|&p| tiles[p] == 0) {
+        (empties[m], m) = (p, m + 1);
+    }
+    let anchor = |p: usize| cross_score[p] >= 0 || lo[p] < p || hi[p] > p + 1;
+    let faces = &rack.faces[..rack.len];
+    let mut best = i32::MIN;
+    for j in 0..m {
+        let (mut word_mult, mut crosses, mut capped, mut capped_faces, mut anchored) = (1, 0, 0, 0, false);
+        // The window's letter multipliers, best first.
+        let mut mults = [0; RACK_SIZE];
+        for (k, &p) in empties[j..m].iter().take(rack.len).enumerate() {
+            let cap = rack.cap(cross[p]);
+            if cap < 0 {
+                break; // no tile fits here, nor in any longer window
+            }
+            let l = lm[p] as i32;
+            word_mult *= wm[p] as i32;
+            capped += cap * l;
+            capped_faces += cap;
+            if cross_score[p] >= 0 {
+                crosses += (cross_score[p] as i32 + cap * l) * wm[p] as i32;
+            }
+            let at = mults[..k].partition_point(|&x| x >= l);
+            mults.copy_within(at..k, at + 1);
+            mults[at] = l;
+            anchored |= anchor(p);
+            if !anchored {
+                continue;
+            }
+            let paired: i32 = faces.iter().zip(&mults[..=k]).map(|(f, l)| f * l).sum();
+            let played = capped_faces.min(faces[..=k].iter().sum());
+            let existing = before[hi[p]] - before[lo[empties[j]]];
+            let bingo = if k + 1 == RACK_SIZE { BINGO_BONUS } else { 0 };
+            best = best.max((existing + capped.min(paired)) * word_mult + crosses + bingo + played);
+        }
+    }
+    best
+}
+
+/// A rack as `worth_bound` sees it: its tiles' face values, best first, and the best face of
+/// each letter it holds (a blank fits every letter, for 0).
+struct Faces {
+    faces: [i32; RACK_SIZE],
+    len: usize,
+    letters: u64,
+    by_letter: [i8; 64],
+    blank: bool,
+    all: u64,
+}
+
+impl Faces {
+    fn new(ctx: Ctx, rack: &[u8]) -> Self {
+        let mut f = Faces {
+            faces: [0; RACK_SIZE],
+            len: rack.len(),
+            letters: 0,
+            by_letter: [-1; 64],
+            blank: false,
+            all: ctx.dist.all_letters_mask(),
+        };
+        for (i, &t) in rack.iter().enumerate() {
+            let face = ctx.dist.score(t);
+            f.faces[i] = face;
+            if t == 0 {
+                f.blank = true;
+            } else {
+                f.letters |= 1 << t;
+                f.by_letter[t as usize] = face as i8;
+            }
+        }
+        f.faces[..f.len].sort_unstable_by(|a, b| b.cmp(a));
+        f
+    }
+
+    /// The best face of a rack tile that a square with this cross-set admits, -1 for none.
+    fn cap(&self, cross: u64) -> i32 {
+        let mut fits = cross & self.letters;
+        let mut best = if self.blank && cross & self.all != 0 { 0 } else { -1 };
+        while fits != 0 {
+            best = best.max(self.by_letter[fits.trailing_zeros() as usize] as i32);
+            fits &= fits - 1;
+        }
+        best
+    }
 }
 
 /// The slot of `key` in an index of `len` slots (a power of two): from bits above the lowest,
@@ -166,6 +284,38 @@ impl Plays {
         Best { keep, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)), used }
     }
 
+    /// Whether no play of `rack` on `board` is worth more than `cap` (score plus the face value
+    /// of the tiles played): if so, at most how much any is worth (at least 0). Lanes the memo
+    /// holds are read; the others are bounded by [`worth_bound`] instead of generated, and
+    /// their bounds kept in their slots (marked `CAPPED`, which the other calls take for
+    /// missing).
+    pub fn none_above(&mut self, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], cap: i32) -> Option<i32> {
+        let slots = self.slots.as_mut()?;
+        let len = slots.len();
+        let mut most = 0;
+        let mut faces = None;
+        for (bit, key) in slot_keys(keys, rack).into_iter().enumerate() {
+            let at = slot(key, len);
+            let (k, l) = slots[at];
+            let worth = if k == key {
+                let worth = |(play, w): (u32, i32)| if play == u32::MAX { i32::MIN } else { w };
+                worth(l.keep).max(worth(l.out))
+            } else {
+                let faces = faces.get_or_insert_with(|| Faces::new(ctx, rack));
+                let bound = worth_bound(ctx, board, bit / DIM, bit % DIM, faces);
+                // Memoised as a lane whose one play is worth the bound: `none_above` reads it
+                // as such, the other calls as missing.
+                slots[at] = (key, Lane { start: CAPPED, end: CAPPED, keep: (0, bound), out: (u32::MAX, 0), used: 0 });
+                bound
+            };
+            if worth > cap {
+                return None;
+            }
+            most = most.max(worth);
+        }
+        Some(most)
+    }
+
     /// The rack tiles some play of `rack` on `board` uses (bit `t` for tile `t`), or at least
     /// all of the rack's tiles: lanes the memo holds are looked at first, and the others are
     /// generated only when those leave a tile unplaced.
@@ -205,10 +355,20 @@ impl Plays {
         self.plays[l.start as usize..l.end as usize].iter().find(|m| fingerprint(m) == fp).copied()
     }
 
-    /// The lane the memo holds under `key`, if it does.
+    /// Ask for the slots of `lanes` (bits) of `keys` with `rack` to be fetched from memory: a
+    /// lane a move changed has a key the processor has not seen, so its slot is far away.
+    pub fn prefetch(&self, keys: &[u64; LANES], rack: &[u8], lanes: u32) {
+        let Some(slots) = &self.slots else { return };
+        let rack_key = mix(rack_key(rack));
+        for bit in (0..LANES).filter(|&b| lanes & lane_bit(0, b) != 0) {
+            crate::memory::prefetch(&slots[slot((keys[bit] ^ rack_key) | 1, slots.len())]);
+        }
+    }
+
+    /// The lane the memo holds under `key`, if it holds its plays.
     fn cached(&self, key: u64) -> Option<Lane> {
         let slots = self.slots.as_ref()?;
-        Some(slots[slot(key, slots.len())]).filter(|(k, _)| *k == key).map(|(_, l)| l)
+        Some(slots[slot(key, slots.len())]).filter(|(k, l)| *k == key && l.start != CAPPED).map(|(_, l)| l)
     }
 
     /// Puts the plays of each lane in `wanted` in `self.lanes`, generating the (lane, rack)
@@ -376,6 +536,84 @@ mod tests {
         assert!(listed > 2_000, "{listed} moves listed");
         assert_eq!(Plays::new(0).max_slots, FIRST_SLOTS, "at least the first size");
         assert_eq!(Plays::new(256 << 20).max_slots, 1 << 21);
+    }
+
+    /// `worth_bound` is admissible: on random boards of high- and low-scoring tiles, no play
+    /// of a random rack in a lane is worth more than the lane's bound, and a lane with plays
+    /// has a bound. `none_above` answers as a scan of every play would: `None` whenever some
+    /// play is worth more than the cap, and otherwise at least the best worth.
+    #[test]
+    fn worth_bounds_are_never_below_a_play_and_none_above_agrees_with_the_plays() {
+        let words: Vec<Vec<u8>> = [
+            "QI", "QIS", "QAT", "QATS", "ZA", "ZAS", "ZAX", "AX", "XI", "OX", "EX", "JO", "JA", "KA", "KI", "OK",
+            "TAJ", "ZIT", "ZITS", "AXE", "AXES", "TAXI", "TAXIS", "ZETA", "ZETAS", "JOKE", "JOKES", "OAK", "OAKS",
+            "TO", "OE", "ET", "TE", "TA", "AT", "IT", "TI", "AE", "IS", "SI", "SO", "OS", "ES", "AS", "TOE", "TOES",
+            "SET", "SAT", "EAT", "TEA", "OAT", "OATS", "IOTA", "IOTAS", "STOKE", "TOKES", "SKATE", "STEAK", "TAKES",
+            "JOTS", "JOT",
+        ]
+        .iter()
+        .map(|w| w.bytes().map(|b| b - b'A' + 1).collect())
+        .collect();
+        let kwg = Kwg::build(&words).unwrap();
+        let (dist, layout) = (Distribution::english(), Layout::standard());
+        let ctx = Ctx { kwg: &kwg, dist: &dist, layout: &layout };
+        let letters: Vec<u8> = "AEIJKOQSTXZ".bytes().map(|b| b - b'A' + 1).collect();
+        let pick = |rng: &mut Rng| letters[rng.below(letters.len() as u64) as usize];
+        let mut rng = Rng::new(17);
+        let mut reference = Generator::new();
+        let (mut lanes_with_plays, mut tight, mut said_none, mut said_some) = (0, 0, 0, 0);
+        for _ in 0..150 {
+            let mut board = Board::new();
+            let (r0, c0) = (rng.below(10) as usize, rng.below(10) as usize);
+            for _ in 0..4 + rng.below(30) {
+                let (row, col) = (r0 + rng.below(6) as usize, c0 + rng.below(6) as usize);
+                let t = pick(&mut rng);
+                board.set(row, col, if rng.below(8) == 0 { t | BLANK_BIT } else { t });
+            }
+            board.recompute_all(&kwg, &dist);
+            let keys = lane_keys(&board);
+            for _ in 0..6 {
+                let rack: Vec<u8> =
+                    (0..1 + rng.below(7)).map(|_| if rng.below(6) == 0 { 0 } else { pick(&mut rng) }).collect();
+                let leaves = RackLeaves::new(&rack, |_| 0);
+                let req = Request {
+                    board: &board,
+                    rack: &rack,
+                    leaves: &leaves,
+                    can_exchange: false,
+                    opening_vowel_penalty: 0,
+                };
+                let mut most = [i32::MIN; LANES];
+                for m in reference.generate(ctx, &req, Mode::All).iter().filter(|m| m.kind == Kind::Place) {
+                    let worth = m.score + m.rack_tiles().map(|t| dist.score(t)).sum::<i32>();
+                    let bit = m.dir as usize * DIM + m.lane as usize;
+                    most[bit] = most[bit].max(worth);
+                }
+                let faces = Faces::new(ctx, &rack);
+                for (bit, &most) in most.iter().enumerate() {
+                    let bound = worth_bound(ctx, &board, bit / DIM, bit % DIM, &faces);
+                    assert!(bound >= most, "lane {bit}: a play worth {most}, bound {bound}, rack {rack:?}");
+                    lanes_with_plays += (most > i32::MIN) as usize;
+                    tight += (most > i32::MIN && bound == most) as usize;
+                }
+                // A fresh memo: every lane bounded, none generated.
+                let best = most.iter().copied().max().unwrap().max(0);
+                let cap = best - 5 + rng.below(80) as i32;
+                let mut memo = Plays::sized(1 << 10, 1 << 10);
+                memo.fill(&mut Generator::new(), ctx, &board, &keys, &[1], 0);
+                match memo.none_above(ctx, &board, &keys, &rack, cap) {
+                    Some(said) => {
+                        assert!(best <= cap && best <= said && said <= cap, "{best} {said} {cap}");
+                        said_some += 1;
+                    }
+                    None => said_none += 1,
+                }
+            }
+        }
+        assert!(lanes_with_plays > 1_000, "{lanes_with_plays} lanes with plays");
+        // The bound is not vacuous: it meets the best play's worth in some lanes.
+        assert!(tight > 50, "{tight} tight bounds of {lanes_with_plays}");
+        assert!(said_none > 50 && said_some > 50, "{said_none} None, {said_some} Some");
     }
 
     #[test]
