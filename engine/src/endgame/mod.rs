@@ -711,6 +711,10 @@ impl<'s> Search<'s> {
             // A frontier node that will be valued on its board (the table rarely knows it: it
             // is new at this depth): its slot is fetched while the board is built.
             self.sh.table.prefetch(head.hash);
+            // So are the memo's slots of the lanes the move leaves as they were (the others'
+            // once the board is built): the child's mover has a new rack after each sibling's
+            // move, which puts the slots of every lane out of cache.
+            self.plays.prefetch(&node.lanes, head.racks[0].tiles(), ALL_LANES);
             *child = Some(self.build(node, mv, head));
         }
         match self.enter(head.hash, head.spread, depth, ply, alpha, beta) {
