@@ -880,7 +880,8 @@ impl<'s> Search<'s> {
     /// it (spread, less the rack the mover keeps, plus the opponent's, and the stuck-tile term
     /// of [`Search::stuck_term`]). Returns a solved lower bound when a game-ending move alone
     /// reaches `beta`, and an upper bound when the stuck-tile term at its most cannot lift the
-    /// value above `alpha`.
+    /// value above `alpha`: from the best moves, or, before any lane the memo lacks is
+    /// generated, from bounds on what that lane's moves are worth.
     fn frontier(&mut self, node: &Node, ply: usize, alpha: i32, beta: i32) -> (i32, bool) {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
         // A move worth w (score plus the tiles it plays) is valued base + w, going out base + w
@@ -892,9 +893,7 @@ impl<'s> Search<'s> {
         let mut bound = Bound::Exact;
         let (value, mv, horizon) = if node.scoreless + 1 >= MAX_SCORELESS_TURNS {
             self.last_scoreless_turn(node, beta)
-        } else if let Some(most) =
-            (cap >= 0).then(|| self.plays.none_above(self.sh.ctx, &node.board, &node.lanes, me.tiles(), cap)).flatten()
-        {
+        } else if let Some(most) = self.plays.none_above(self.sh.ctx, &node.board, &node.lanes, me.tiles(), cap) {
             // No move, the pass included, is worth more than `cap`: fails low, and the lanes
             // the memo lacks are bounded, not generated.
             bound = Bound::Upper;

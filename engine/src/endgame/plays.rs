@@ -284,13 +284,14 @@ impl Plays {
         Best { keep, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)), used }
     }
 
-    /// Whether no play of `rack` on `board` is worth more than `cap` (score plus the face value
-    /// of the tiles played): if so, at most how much any is worth (at least 0). Lanes the memo
+    /// Whether no move of `rack` on `board`, the pass (worth 0) included, is worth more than
+    /// `cap` (score plus the face value of the tiles played): if so, at most how much any is
+    /// worth. Lanes the memo
     /// holds are read; the others are bounded by [`worth_bound`] instead of generated, and
     /// their bounds kept in their slots (marked `CAPPED`, which the other calls take for
     /// missing).
     pub fn none_above(&mut self, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], cap: i32) -> Option<i32> {
-        let slots = self.slots.as_mut()?;
+        let slots = self.slots.as_mut().filter(|_| cap >= 0)?;
         let len = slots.len();
         let mut most = 0;
         let mut faces = None;
@@ -355,8 +356,9 @@ impl Plays {
         self.plays[l.start as usize..l.end as usize].iter().find(|m| fingerprint(m) == fp).copied()
     }
 
-    /// Ask for the slots of `lanes` (bits) of `keys` with `rack` to be fetched from memory: a
-    /// lane a move changed has a key the processor has not seen, so its slot is far away.
+    /// Ask for the slots of `lanes` (bits) of `keys` with `rack` to be fetched from memory,
+    /// ahead of asking for those lanes: a lane a move changed, or any lane with a rack that
+    /// just changed, has a slot at an address not seen lately.
     pub fn prefetch(&self, keys: &[u64; LANES], rack: &[u8], lanes: u32) {
         let Some(slots) = &self.slots else { return };
         let rack_key = mix(rack_key(rack));
@@ -541,7 +543,8 @@ mod tests {
     /// `worth_bound` is admissible: on random boards of high- and low-scoring tiles, no play
     /// of a random rack in a lane is worth more than the lane's bound, and a lane with plays
     /// has a bound. `none_above` answers as a scan of every play would: `None` whenever some
-    /// play is worth more than the cap, and otherwise at least the best worth.
+    /// play is worth more than the cap, and otherwise at least the best worth (exactly that
+    /// once the memo holds every lane).
     #[test]
     fn worth_bounds_are_never_below_a_play_and_none_above_agrees_with_the_plays() {
         let words: Vec<Vec<u8>> = [
@@ -561,7 +564,7 @@ mod tests {
         let pick = |rng: &mut Rng| letters[rng.below(letters.len() as u64) as usize];
         let mut rng = Rng::new(17);
         let mut reference = Generator::new();
-        let (mut lanes_with_plays, mut tight, mut said_none, mut said_some) = (0, 0, 0, 0);
+        let (mut lanes_with_plays, mut tight, mut said_none, mut said_some, mut held) = (0, 0, 0, 0, 0);
         for _ in 0..150 {
             let mut board = Board::new();
             let (r0, c0) = (rng.below(10) as usize, rng.below(10) as usize);
@@ -596,11 +599,13 @@ mod tests {
                     lanes_with_plays += (most > i32::MIN) as usize;
                     tight += (most > i32::MIN && bound == most) as usize;
                 }
-                // A fresh memo: every lane bounded, none generated.
+                // A memo with an index but no lanes (a fill of none makes it): every lane
+                // bounded, none generated.
                 let best = most.iter().copied().max().unwrap().max(0);
                 let cap = best - 5 + rng.below(80) as i32;
-                let mut memo = Plays::sized(1 << 10, 1 << 10);
-                memo.fill(&mut Generator::new(), ctx, &board, &keys, &[1], 0);
+                let mut memo = Plays::sized(1 << 14, 1 << 14);
+                let mut mg = Generator::new();
+                memo.fill(&mut mg, ctx, &board, &keys, &rack, 0);
                 match memo.none_above(ctx, &board, &keys, &rack, cap) {
                     Some(said) => {
                         assert!(best <= cap && best <= said && said <= cap, "{best} {said} {cap}");
@@ -608,12 +613,25 @@ mod tests {
                     }
                     None => said_none += 1,
                 }
+                // The bounds it kept are no plays to the other calls; once the lanes are held
+                // (no two in one slot), the answer is exact.
+                let all = memo.all(&mut mg, ctx, &board, &keys, &rack).len();
+                assert_eq!(all, reference.generate(ctx, &req, Mode::All).len(), "rack {rack:?}");
+                let mut at: Vec<usize> = slot_keys(&keys, &rack).iter().map(|&k| slot(k, 1 << 14)).collect();
+                at.sort_unstable();
+                at.dedup();
+                if at.len() == LANES {
+                    let exact = memo.none_above(ctx, &board, &keys, &rack, cap);
+                    assert_eq!(exact, (best <= cap).then_some(best), "rack {rack:?} cap {cap}");
+                    held += 1;
+                }
             }
         }
         assert!(lanes_with_plays > 1_000, "{lanes_with_plays} lanes with plays");
         // The bound is not vacuous: it meets the best play's worth in some lanes.
         assert!(tight > 50, "{tight} tight bounds of {lanes_with_plays}");
         assert!(said_none > 50 && said_some > 50, "{said_none} None, {said_some} Some");
+        assert!(held > 800, "{held} answers from held lanes");
     }
 
     #[test]
