@@ -445,24 +445,36 @@ mod tests {
     use crate::rng::Rng;
     use crate::tiles::{BLANK_BIT, Distribution};
 
+    /// Tile codes of a word in capitals.
+    fn codes(word: &str) -> Vec<u8> {
+        word.bytes().map(|b| b - b'A' + 1).collect()
+    }
+
+    fn graph(words: &[&str]) -> Kwg {
+        Kwg::build(&words.iter().map(|w| codes(w)).collect::<Vec<_>>()).unwrap()
+    }
+
+    /// Every placement of `rack` on `board`, generated from scratch, in generation order.
+    fn placements(mg: &mut Generator, ctx: Ctx, board: &Board, rack: &[u8]) -> Vec<Move> {
+        let leaves = RackLeaves::new(rack, |_| 0);
+        let req = Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+        mg.generate(ctx, &req, Mode::All).iter().filter(|m| m.kind == Kind::Place).copied().collect()
+    }
+
     /// The memo's invariant through growth and fresh starts: a memo of a few slots, doubling
     /// and starting afresh many times over, lists every position's moves as a generation from
     /// scratch does (lanes in order, generation order within a lane, then the pass), and finds
     /// the same best plays in any set of lanes as a scan of that list.
     #[test]
     fn a_memo_that_grows_and_starts_afresh_lists_and_bests_what_generation_does() {
-        let words: Vec<Vec<u8>> = [
+        let kwg = graph(&[
             "AT", "TA", "AS", "IS", "IT", "TI", "AI", "RE", "ER", "ES", "TE", "ET", "AR", "EAT", "TEA", "ATE", "SEA",
             "SAT", "SIT", "TIE", "RAT", "ART", "TAR", "STAR", "RATE", "TEAR", "SEAT", "EAST", "REST", "STIR", "RISE",
             "TIRE", "ARTS", "RATS", "STAIR", "TEARS", "RATES", "STARE", "ASTER", "IRATE", "TASTE", "TREAT", "SIESTA",
-        ]
-        .iter()
-        .map(|w| w.bytes().map(|b| b - b'A' + 1).collect())
-        .collect();
-        let kwg = Kwg::build(&words).unwrap();
+        ]);
         let (dist, layout) = (Distribution::english(), Layout::standard());
         let ctx = Ctx { kwg: &kwg, dist: &dist, layout: &layout };
-        let letters: Vec<u8> = "AEIRST".bytes().map(|b| b - b'A' + 1).collect();
+        let letters = codes("AEIRST");
         let mut rng = Rng::new(16);
         let mut memo = Plays::sized(4, 64);
         let (mut mg, mut reference) = (Generator::new(), Generator::new());
@@ -489,20 +501,7 @@ mod tests {
                 let before = sizes(&memo);
                 let got = memo.all(&mut mg, ctx, &board, &keys, &rack).to_vec();
                 count(before, sizes(&memo), &mut grew, &mut fresh);
-                let leaves = RackLeaves::new(&rack, |_| 0);
-                let req = Request {
-                    board: &board,
-                    rack: &rack,
-                    leaves: &leaves,
-                    can_exchange: false,
-                    opening_vowel_penalty: 0,
-                };
-                let mut want: Vec<Move> = reference
-                    .generate_lanes(ctx, &req, Mode::All, ALL_LANES, None)
-                    .iter()
-                    .filter(|m| m.kind == Kind::Place)
-                    .copied()
-                    .collect();
+                let mut want = placements(&mut reference, ctx, &board, &rack);
                 want.sort_by_key(|m| m.dir as usize * DIM + m.lane as usize);
                 want.push(Move::PASS);
                 assert_eq!(got, want, "rack {rack:?}");
@@ -547,20 +546,16 @@ mod tests {
     /// once the memo holds every lane).
     #[test]
     fn worth_bounds_are_never_below_a_play_and_none_above_agrees_with_the_plays() {
-        let words: Vec<Vec<u8>> = [
+        let kwg = graph(&[
             "QI", "QIS", "QAT", "QATS", "ZA", "ZAS", "ZAX", "AX", "XI", "OX", "EX", "JO", "JA", "KA", "KI", "OK",
             "TAJ", "ZIT", "ZITS", "AXE", "AXES", "TAXI", "TAXIS", "ZETA", "ZETAS", "JOKE", "JOKES", "OAK", "OAKS",
             "TO", "OE", "ET", "TE", "TA", "AT", "IT", "TI", "AE", "IS", "SI", "SO", "OS", "ES", "AS", "TOE", "TOES",
             "SET", "SAT", "EAT", "TEA", "OAT", "OATS", "IOTA", "IOTAS", "STOKE", "TOKES", "SKATE", "STEAK", "TAKES",
             "JOTS", "JOT",
-        ]
-        .iter()
-        .map(|w| w.bytes().map(|b| b - b'A' + 1).collect())
-        .collect();
-        let kwg = Kwg::build(&words).unwrap();
+        ]);
         let (dist, layout) = (Distribution::english(), Layout::standard());
         let ctx = Ctx { kwg: &kwg, dist: &dist, layout: &layout };
-        let letters: Vec<u8> = "AEIJKOQSTXZ".bytes().map(|b| b - b'A' + 1).collect();
+        let letters = codes("AEIJKOQSTXZ");
         let pick = |rng: &mut Rng| letters[rng.below(letters.len() as u64) as usize];
         let mut rng = Rng::new(17);
         let mut reference = Generator::new();
@@ -578,16 +573,9 @@ mod tests {
             for _ in 0..6 {
                 let rack: Vec<u8> =
                     (0..1 + rng.below(7)).map(|_| if rng.below(6) == 0 { 0 } else { pick(&mut rng) }).collect();
-                let leaves = RackLeaves::new(&rack, |_| 0);
-                let req = Request {
-                    board: &board,
-                    rack: &rack,
-                    leaves: &leaves,
-                    can_exchange: false,
-                    opening_vowel_penalty: 0,
-                };
+                let plays = placements(&mut reference, ctx, &board, &rack);
                 let mut most = [i32::MIN; LANES];
-                for m in reference.generate(ctx, &req, Mode::All).iter().filter(|m| m.kind == Kind::Place) {
+                for m in &plays {
                     let worth = m.score + m.rack_tiles().map(|t| dist.score(t)).sum::<i32>();
                     let bit = m.dir as usize * DIM + m.lane as usize;
                     most[bit] = most[bit].max(worth);
@@ -616,7 +604,7 @@ mod tests {
                 // The bounds it kept are no plays to the other calls; once the lanes are held
                 // (no two in one slot), the answer is exact.
                 let all = memo.all(&mut mg, ctx, &board, &keys, &rack).len();
-                assert_eq!(all, reference.generate(ctx, &req, Mode::All).len(), "rack {rack:?}");
+                assert_eq!(all, plays.len() + 1, "rack {rack:?}");
                 let mut at: Vec<usize> = slot_keys(&keys, &rack).iter().map(|&k| slot(k, 1 << 14)).collect();
                 at.sort_unstable();
                 at.dedup();
