@@ -715,7 +715,7 @@ impl Generator {
         let r = self.max_place;
         let (empties, m) = empty_squares(&l.tiles, left_limit);
         let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
-        let runs = Runs::of(&l.tiles, &self.scores);
+        let runs = Runs::of(&l.tiles, |t| self.scores[t as usize]);
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
             let lo = runs.lo(empties[j]);
             let mut c = Coefs::new();
@@ -1309,7 +1309,12 @@ impl LaneMemo {
     #[inline]
     fn refresh(&mut self, kwg: &Kwg, tiles: &[u8; DIM], scores: &[i32; 256]) {
         if self.graph != kwg.id() || self.tiles != *tiles {
-            *self = LaneMemo { graph: kwg.id(), tiles: *tiles, runs: Runs::of(tiles, scores), ..LaneMemo::NONE };
+            *self = LaneMemo {
+                graph: kwg.id(),
+                tiles: *tiles,
+                runs: Runs::of(tiles, |t| scores[t as usize]),
+                ..LaneMemo::NONE
+            };
         }
     }
 
@@ -1330,8 +1335,8 @@ impl LaneMemo {
 /// squares; so that a window's main word and its board tiles' score come without a scan. Bytes
 /// for squares: thirty lanes' memos stay small in the cache.
 #[derive(Clone, Copy)]
-struct Runs {
-    before: [i32; DIM + 1],
+pub(crate) struct Runs {
+    pub(crate) before: [i32; DIM + 1],
     lo: [u8; DIM],
     hi: [u8; DIM],
 }
@@ -1339,10 +1344,11 @@ struct Runs {
 impl Runs {
     const NONE: Self = Runs { before: [0; DIM + 1], lo: [0; DIM], hi: [0; DIM] };
 
-    fn of(tiles: &[u8; DIM], scores: &[i32; 256]) -> Self {
+    /// The runs of `tiles`, a board tile scoring `score(tile)`.
+    pub(crate) fn of(tiles: &[u8; DIM], score: impl Fn(u8) -> i32) -> Self {
         let mut r = Runs { before: [0; DIM + 1], lo: [0; DIM], hi: [0; DIM] };
         for q in 0..DIM {
-            r.before[q + 1] = r.before[q] + if tiles[q] != 0 { scores[tiles[q] as usize] } else { 0 };
+            r.before[q + 1] = r.before[q] + if tiles[q] != 0 { score(tiles[q]) } else { 0 };
             r.lo[q] = if q > 0 && tiles[q - 1] != 0 { r.lo[q - 1] } else { q as u8 };
         }
         for q in (0..DIM).rev() {
@@ -1353,13 +1359,13 @@ impl Runs {
 
     /// First square of `p`'s run.
     #[inline]
-    fn lo(&self, p: usize) -> usize {
+    pub(crate) fn lo(&self, p: usize) -> usize {
         self.lo[p] as usize
     }
 
     /// Last square of `p`'s run.
     #[inline]
-    fn hi(&self, p: usize) -> usize {
+    pub(crate) fn hi(&self, p: usize) -> usize {
         self.hi[p] as usize
     }
 }
@@ -1437,7 +1443,7 @@ impl Coefs {
 
 /// The lane's empty squares from `left_limit` on: their positions, then how many.
 #[inline]
-fn empty_squares(tiles: &[u8; DIM], left_limit: usize) -> ([usize; DIM], usize) {
+pub(crate) fn empty_squares(tiles: &[u8; DIM], left_limit: usize) -> ([usize; DIM], usize) {
     let mut empties = [0usize; DIM];
     let mut m = 0;
     for (p, &t) in tiles.iter().enumerate().skip(left_limit) {
@@ -1485,7 +1491,7 @@ mod tests {
                 tiles[p - left.len()..p].copy_from_slice(left);
                 tiles[p + 1..p + 1 + right.len()].copy_from_slice(right);
                 let want = (1..=26u64).fold(0, |m, t| m | 1 << t);
-                let runs = Runs::of(&tiles, &[0; 256]);
+                let runs = Runs::of(&tiles, |_| 0);
                 let got = extension(&kwg, &tiles, &runs, p, want);
                 let expected = (1..=26u8).fold(0u64, |m, t| {
                     let pattern: Vec<u8> = left.iter().copied().chain([t]).chain(right.iter().copied()).collect();

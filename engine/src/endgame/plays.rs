@@ -14,7 +14,7 @@ use super::fingerprint;
 use crate::board::{Board, DIM, lane_bit};
 use crate::leaves::RackLeaves;
 use crate::memory::Zeroed;
-use crate::movegen::{ALL_LANES, BINGO_BONUS, Ctx, Generator, Mode, Request};
+use crate::movegen::{ALL_LANES, BINGO_BONUS, Ctx, Generator, Mode, Request, Runs, empty_squares};
 use crate::moves::{Kind, Move};
 use crate::rng::mix;
 use crate::tiles::RACK_SIZE;
@@ -86,28 +86,13 @@ const CAPPED: u32 = u32::MAX;
 /// cheaper than generating the lane, and in a lopsided endgame (a stuck tile) loose enough
 /// rarely to matter.
 fn worth_bound(ctx: Ctx, board: &Board, dir: usize, lane: usize, rack: &Faces) -> i32 {
-    let (tiles, cross, cross_score) =
-        (board.lane_tiles(dir, lane), board.lane_cross(dir, lane), board.lane_cross_score(dir, lane));
+    let tiles: &[u8; DIM] = board.lane_tiles(dir, lane).try_into().expect("a lane holds DIM squares");
+    let (cross, cross_score) = (board.lane_cross(dir, lane), board.lane_cross_score(dir, lane));
     let squares = lane * DIM..lane * DIM + DIM;
     let (lm, wm) = (&ctx.layout.letter_mult[dir][squares.clone()], &ctx.layout.word_mult[dir][squares]);
-    // Board tile scores before each square, and the ends of the run of board tiles either
-    // side of each square.
-    let mut before = [0; DIM + 1];
-    for p in 0..DIM {
-        before[p + 1] = before[p] + if tiles[p] != 0 { ctx.dist.score(tiles[p]) } else { 0 };
-    }
-    let (mut lo, mut hi) = ([0; DIM], [DIM; DIM]);
-    for p in 1..DIM {
-        lo[p] = if tiles[p - 1] != 0 { lo[p - 1] } else { p };
-    }
-    for p in (0..DIM - 1).rev() {
-        hi[p] = if tiles[p + 1] != 0 { hi[p + 1] } else { p + 1 };
-    }
-    let (mut empties, mut m) = ([0; DIM], 0);
-    for p in (0..DIM).filter(|&p| tiles[p] == 0) {
-        (empties[m], m) = (p, m + 1);
-    }
-    let anchor = |p: usize| cross_score[p] >= 0 || lo[p] < p || hi[p] > p + 1;
+    let runs = Runs::of(tiles, |t| ctx.dist.score(t));
+    let (empties, m) = empty_squares(tiles, 0);
+    let anchor = |p: usize| cross_score[p] >= 0 || runs.lo(p) < p || runs.hi(p) > p;
     let faces = &rack.faces[..rack.len];
     let mut best = i32::MIN;
     for j in 0..m {
@@ -135,7 +120,7 @@ fn worth_bound(ctx: Ctx, board: &Board, dir: usize, lane: usize, rack: &Faces) -
             }
             let paired: i32 = faces.iter().zip(&mults[..=k]).map(|(f, l)| f * l).sum();
             let played = capped_faces.min(faces[..=k].iter().sum());
-            let existing = before[hi[p]] - before[lo[empties[j]]];
+            let existing = runs.before[runs.hi(p) + 1] - runs.before[runs.lo(empties[j])];
             let bingo = if k + 1 == RACK_SIZE { BINGO_BONUS } else { 0 };
             best = best.max((existing + capped.min(paired)) * word_mult + crosses + bingo + played);
         }
