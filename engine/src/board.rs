@@ -3,14 +3,14 @@
 //! Everything is stored twice, once per direction, so that every lane (a row for horizontal
 //! plays, a column for vertical ones) is a contiguous slice: `[dir][lane * DIM + pos]`.
 //! Invariant: after every `place`, `cross[d]`/`cross_score[d]` of every square equal what a
-//! full recomputation would give (only the squares the move can have changed are recomputed).
+//! full recomputation would give (only the squares the move can have changed are recomputed),
+//! and each lane's key is that of its squares as they stand (every write keeps it).
 
 use crate::error::{DataError, Located};
 use crate::lexicon::Kwg;
 use crate::rng::mix;
 use crate::tiles::{Distribution, letter_of};
 use rustc_hash::FxHashMap;
-use std::hash::Hasher;
 use std::path::Path;
 
 pub const DIM: usize = 15;
@@ -119,11 +119,44 @@ pub struct Board {
     /// would be formed.
     cross_score: [[i16; SQUARES]; 2],
     tile_count: usize,
+    /// `keys[dir * DIM + lane]`: the XOR of `square_key` over the lane's squares, kept by every
+    /// write (see `lane_key`).
+    keys: [u64; 2 * DIM],
+}
+
+/// One square's part of its lane's key: its place, tile, cross-set and cross-score as seen
+/// along `dir`. Two independent hashes, so that the lane key needs no more than a XOR.
+#[inline]
+fn square_key(dir: Dir, i: usize, tile: u8, cross: u64, cross_score: i16) -> u64 {
+    let place = ((dir * SQUARES + i) as u64) << 32;
+    mix(cross ^ place) ^ mix(!(place | (tile as u64) << 16 | cross_score as u16 as u64))
 }
 
 impl Board {
     pub fn new() -> Self {
-        Self { tiles: [[0; SQUARES]; 2], cross: [[!0; SQUARES]; 2], cross_score: [[-1; SQUARES]; 2], tile_count: 0 }
+        let mut board = Self {
+            tiles: [[0; SQUARES]; 2],
+            cross: [[!0; SQUARES]; 2],
+            cross_score: [[-1; SQUARES]; 2],
+            tile_count: 0,
+            keys: [0; 2 * DIM],
+        };
+        for dir in [ACROSS, DOWN] {
+            for i in 0..SQUARES {
+                board.keys[dir * DIM + i / DIM] ^= square_key(dir, i, 0, !0, -1);
+            }
+        }
+        board
+    }
+
+    /// Give square `pos` of (`dir`, `lane`), as seen along `dir`, this tile, cross-set and
+    /// cross-score, and its lane the key that goes with them.
+    #[inline]
+    fn write(&mut self, dir: Dir, lane: usize, pos: usize, tile: u8, cross: u64, cross_score: i16) {
+        let i = idx(lane, pos);
+        let was = square_key(dir, i, self.tiles[dir][i], self.cross[dir][i], self.cross_score[dir][i]);
+        self.keys[dir * DIM + lane] ^= was ^ square_key(dir, i, tile, cross, cross_score);
+        (self.tiles[dir][i], self.cross[dir][i], self.cross_score[dir][i]) = (tile, cross, cross_score);
     }
 
     #[inline]
@@ -153,8 +186,9 @@ impl Board {
     /// Put a tile without updating cross-sets (for bulk loading; call `recompute_all` after).
     pub fn set(&mut self, row: usize, col: usize, tile: u8) {
         let was = self.tiles[ACROSS][idx(row, col)];
-        self.tiles[ACROSS][idx(row, col)] = tile;
-        self.tiles[DOWN][idx(col, row)] = tile;
+        let (i, j) = (idx(row, col), idx(col, row));
+        self.write(ACROSS, row, col, tile, self.cross[ACROSS][i], self.cross_score[ACROSS][i]);
+        self.write(DOWN, col, row, tile, self.cross[DOWN][j], self.cross_score[DOWN][j]);
         self.tile_count = self.tile_count + (tile != 0) as usize - (was != 0) as usize;
     }
 
@@ -181,13 +215,10 @@ impl Board {
         for (k, &t) in tiles.iter().enumerate() {
             if t != 0 {
                 let pos = start + k;
-                let (row, col) = if dir == ACROSS { (lane, pos) } else { (pos, lane) };
-                self.set(row, col, t);
                 // The square is taken: no play in either direction may put a tile there.
-                self.cross[other][idx(pos, lane)] = 0;
-                self.cross_score[other][idx(pos, lane)] = -1;
-                self.cross[dir][idx(lane, pos)] = 0;
-                self.cross_score[dir][idx(lane, pos)] = -1;
+                self.write(dir, lane, pos, t, 0, -1);
+                self.write(other, pos, lane, t, 0, -1);
+                self.tile_count += 1;
                 touched |= lane_bit(other, pos) | self.recompute_run_ends(other, pos, lane, cross, dist);
             }
         }
@@ -269,10 +300,9 @@ impl Board {
     fn recompute_square(&mut self, dir: Dir, lane: usize, pos: usize, cross: &mut impl CrossSets, dist: &Distribution) {
         let other = 1 - dir;
         let tiles = &self.tiles[dir][lane * DIM..lane * DIM + DIM];
-        let sq = idx(pos, lane);
-        if tiles[pos] != 0 {
-            self.cross[other][sq] = 0;
-            self.cross_score[other][sq] = -1;
+        let tile = tiles[pos];
+        if tile != 0 {
+            self.write(other, pos, lane, tile, 0, -1);
             return;
         }
         let mut lo = pos;
@@ -284,14 +314,13 @@ impl Board {
             hi += 1;
         }
         if lo == pos && hi == pos + 1 {
-            self.cross[other][sq] = !0;
-            self.cross_score[other][sq] = -1;
+            self.write(other, pos, lane, 0, !0, -1);
             return;
         }
         let (prefix, suffix) = (&tiles[lo..pos], &tiles[pos + 1..hi]);
         let score: i32 = prefix.iter().chain(suffix).map(|&t| dist.score(t)).sum();
-        self.cross[other][sq] = cross.cross_set(prefix, suffix);
-        self.cross_score[other][sq] = score as i16;
+        let set = cross.cross_set(prefix, suffix);
+        self.write(other, pos, lane, 0, set, score as i16);
     }
 
     /// Lanes where plays see a difference between `self` and `other`, as bits `dir * DIM +
@@ -317,15 +346,16 @@ impl Board {
     /// A 64-bit digest of what plays along (`dir`, `lane`) see: the lane's number and its
     /// squares' tiles, cross-sets and cross-scores (the state `changed_lanes` compares). On a
     /// board with tiles, two lanes with the same key admit the same plays with the same scores.
+    /// Kept up to date by every write: reading it costs nothing.
+    #[inline]
     pub fn lane_key(&self, dir: Dir, lane: usize) -> u64 {
-        let r = lane * DIM..lane * DIM + DIM;
-        let mut h = rustc_hash::FxHasher::default();
-        h.write_usize(dir * DIM + lane);
-        for p in r {
-            h.write_u64(self.cross[dir][p]);
-            h.write_u32(self.tiles[dir][p] as u32 | (self.cross_score[dir][p] as u16 as u32) << 8);
-        }
-        mix(h.finish())
+        self.keys[dir * DIM + lane]
+    }
+
+    /// Every lane's `lane_key`, by bit `dir * DIM + lane`.
+    #[inline]
+    pub fn lane_keys(&self) -> &[u64; 2 * DIM] {
+        &self.keys
     }
 
     /// Lanes/tiles as CGP-like rows, for debugging and tests.

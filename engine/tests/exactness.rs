@@ -211,7 +211,8 @@ fn word_map_best_moves_equal_graph_search() {
 /// `Board::changed_lanes` is what the shared replies of the simulator rest on, and lane keys
 /// what the endgame's play cache rests on: after any move, the plays in every lane it does not
 /// name are the same, with the same scores, as before; `place` names at least those lanes,
-/// `touched_by` foresees the same lanes, and a lane's key changes exactly when the lane does.
+/// `touched_by` foresees the same lanes, and a lane's key changes exactly when the lane does
+/// (and is the key of the same board laid out afresh).
 #[test]
 fn plays_outside_the_changed_lanes_are_unchanged() {
     let lex = enable();
@@ -239,6 +240,13 @@ fn plays_outside_the_changed_lanes_are_unchanged() {
             let mut remembered = board.clone();
             remembered.place_with(m.dir(), m.lane as usize, m.start as usize, tiles, &mut memo, dist());
             assert!(remembered == after, "cross-sets from the memo differ after {m:?}");
+            // The lane keys `place` kept are those of the same tiles laid out afresh.
+            let mut fresh = Board::new();
+            for (row, tiles) in after.rows().enumerate() {
+                tiles.iter().enumerate().filter(|&(_, &t)| t != 0).for_each(|(col, &t)| fresh.set(row, col, t));
+            }
+            fresh.recompute_all(&lex.kwg, dist());
+            assert!(fresh == after, "the board after {m:?} differs from the same tiles laid out afresh");
             for bit in 0..30 {
                 let (dir, lane) = (bit / 15, bit % 15);
                 let same = after.lane_key(dir, lane) == board.lane_key(dir, lane);

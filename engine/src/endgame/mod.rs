@@ -36,7 +36,7 @@ use crate::moves::{Kind, Move};
 use crate::rng::{Rng, mix};
 use crate::tiles::RACK_SIZE;
 use crate::tiles::{BLANK_BIT, letter_of};
-use plays::{LANES, Plays};
+use plays::Plays;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -191,8 +191,6 @@ struct Node {
     spread: i32,
     scoreless: u8,
     hash: u64,
-    /// `Board::lane_key` of every lane, for the play memo.
-    lanes: [u64; LANES],
 }
 
 /// What a move leads to.
@@ -371,8 +369,7 @@ impl Solver {
             }
         }
         let spread = game.scores[me] - game.scores[1 - me];
-        let lanes = plays::lane_keys(&game.board);
-        Ok(Node { board: game.board.clone(), racks, mover: 0, spread, scoreless: game.scoreless, hash, lanes })
+        Ok(Node { board: game.board.clone(), racks, mover: 0, spread, scoreless: game.scoreless, hash })
     }
 
     /// Solve the endgame of `game` (the bag must be empty) for the player on turn. `progress`
@@ -714,7 +711,7 @@ impl<'s> Search<'s> {
             // So are the memo's slots of the lanes the move leaves as they were (the others'
             // once the board is built): the child's mover has a new rack after each sibling's
             // move, which puts the slots of every lane out of cache.
-            self.plays.prefetch(&node.lanes, head.racks[0].tiles(), ALL_LANES);
+            self.plays.prefetch(&node.board, head.racks[0].tiles(), ALL_LANES);
             *child = Some(self.build(node, mv, head));
         }
         match self.enter(head.hash, head.spread, depth, ply, alpha, beta) {
@@ -893,14 +890,13 @@ impl<'s> Search<'s> {
         let mut bound = Bound::Exact;
         let (value, mv, horizon) = if node.scoreless + 1 >= MAX_SCORELESS_TURNS {
             self.last_scoreless_turn(node, beta)
-        } else if let Some(most) = self.plays.none_above(self.sh.ctx, &node.board, &node.lanes, me.tiles(), cap) {
+        } else if let Some(most) = self.plays.none_above(self.sh.ctx, &node.board, me.tiles(), cap) {
             // No move, the pass included, is worth more than `cap`: fails low, and the lanes
             // the memo lacks are bounded, not generated.
             bound = Bound::Upper;
             (base + most + opp.value, Move::PASS, true)
         } else {
-            let best =
-                self.plays.best(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, me.tiles(), opp.value, ALL_LANES);
+            let best = self.plays.best(&mut self.mg, self.sh.ctx, &node.board, me.tiles(), opp.value, ALL_LANES);
             match best.out {
                 Some((m, w)) if base + w >= beta => (base + w, m, false),
                 out => {
@@ -955,7 +951,7 @@ impl<'s> Search<'s> {
         };
         // The lanes the move leaves as they were are the same on `node`'s board.
         let (ctx, board) = (self.sh.ctx, &node.board);
-        let best = self.plays.best(&mut self.mg, ctx, board, &node.lanes, me.tiles(), opp.value, ALL_LANES & !touched);
+        let best = self.plays.best(&mut self.mg, ctx, board, me.tiles(), opp.value, ALL_LANES & !touched);
         // Tiles stuck so far may prove playable in the lanes not looked at, and the
         // opponent's rack is not looked at: the term is at least minus the mover's.
         let stuck = stuck_value(ctx.dist, me, best.used).map_or(0, |v| -v);
@@ -984,7 +980,7 @@ impl<'s> Search<'s> {
     /// played) and come free as it opens.
     fn stuck_term(&mut self, node: &Node, mine: Option<i32>) -> i32 {
         let opp = &node.racks[1];
-        let theirs = self.plays.used(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, opp.tiles());
+        let theirs = self.plays.used(&mut self.mg, self.sh.ctx, &node.board, opp.tiles());
         match (mine, stuck_value(self.sh.ctx.dist, opp, theirs)) {
             (Some(mine), None) => -mine,
             (None, Some(theirs)) => theirs,
@@ -998,7 +994,7 @@ impl<'s> Search<'s> {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
         let dist = self.sh.ctx.dist;
         let (mut best, mut best_end, mut horizon) = ((-INF, Move::PASS), (-INF, Move::PASS), false);
-        for m in self.plays.all(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, me.tiles()) {
+        for m in self.plays.all(&mut self.mg, self.sh.ctx, &node.board, me.tiles()) {
             let kept = me.value - m.rack_tiles().map(|t| dist.score(t)).sum::<i32>();
             let out = m.tiles_used() == me.len as usize;
             let scoreless = m.kind != Kind::Place || m.score == 0;
@@ -1021,7 +1017,7 @@ impl<'s> Search<'s> {
         if fp == 0 {
             return None;
         }
-        self.plays.find(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, node.racks[0].tiles(), fp)
+        self.plays.find(&mut self.mg, self.sh.ctx, &node.board, node.racks[0].tiles(), fp)
     }
 
     /// Append all moves of the mover but `skip` (already tried), best guess first: going out
@@ -1030,7 +1026,7 @@ impl<'s> Search<'s> {
     fn order(&mut self, node: &Node, ply: usize, skip: Option<Move>, out: &mut Vec<(i32, Move)>) {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
         let from = out.len();
-        for m in self.plays.all(&mut self.mg, self.sh.ctx, &node.board, &node.lanes, me.tiles()) {
+        for m in self.plays.all(&mut self.mg, self.sh.ctx, &node.board, me.tiles()) {
             if skip == Some(*m) {
                 continue;
             }
@@ -1091,7 +1087,6 @@ impl<'s> Search<'s> {
         let mut child = match self.spare.pop() {
             Some(mut c) => {
                 c.board.clone_from(&node.board);
-                c.lanes = node.lanes;
                 c
             }
             None => Box::new(node.clone()),
@@ -1106,10 +1101,7 @@ impl<'s> Search<'s> {
                 &mut self.cross,
                 self.sh.ctx.dist,
             );
-            for bit in (0..LANES).filter(|&b| touched >> b & 1 != 0) {
-                child.lanes[bit] = child.board.lane_key(bit / DIM, bit % DIM);
-            }
-            self.plays.prefetch(&child.lanes, child.racks[0].tiles(), touched);
+            self.plays.prefetch(&child.board, child.racks[0].tiles(), touched);
         }
         child
     }

@@ -28,11 +28,6 @@ const PLAYS_PER_SLOT: usize = 2;
 /// The index's first size: a small endgame touches few of its pages.
 const FIRST_SLOTS: usize = 1 << 20;
 
-/// Every lane's key on `board`.
-pub(super) fn lane_keys(board: &Board) -> [u64; LANES] {
-    std::array::from_fn(|bit| board.lane_key(bit / DIM, bit % DIM))
-}
-
 /// A rack as one number: its tiles sorted, each stored plus one in its own byte (a rack holds
 /// at most seven tiles).
 fn rack_key(rack: &[u8]) -> u64 {
@@ -181,7 +176,7 @@ fn slot(key: u64, len: usize) -> usize {
     (key >> 1) as usize & (len - 1)
 }
 
-/// The memo's keys of each lane (its key `lane_keys`) with `rack`: never 0.
+/// The memo's keys of each lane (its `Board::lane_key`) with `rack`: never 0.
 fn slot_keys(lane_keys: &[u64; LANES], rack: &[u8]) -> [u64; LANES] {
     let rack_key = mix(rack_key(rack));
     lane_keys.map(|k| (k ^ rack_key) | 1)
@@ -227,10 +222,10 @@ impl Plays {
         }
     }
 
-    /// Every move of `rack` on `board` (whose lane keys are `keys`): all placements, then the
+    /// Every move of `rack` on `board`: all placements, then the
     /// pass (the bag is empty, so no exchanges).
-    pub fn all(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8]) -> &[Move] {
-        self.fill(mg, ctx, board, keys, rack, ALL_LANES);
+    pub fn all(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, rack: &[u8]) -> &[Move] {
+        self.fill(mg, ctx, board, rack, ALL_LANES);
         self.out.clear();
         for l in &self.lanes {
             self.out.extend_from_slice(&self.plays[l.start as usize..l.end as usize]);
@@ -247,12 +242,11 @@ impl Plays {
         mg: &mut Generator,
         ctx: Ctx,
         board: &Board,
-        keys: &[u64; LANES],
         rack: &[u8],
         out_bonus: i32,
         wanted: u32,
     ) -> Best {
-        self.fill(mg, ctx, board, keys, rack, wanted);
+        self.fill(mg, ctx, board, rack, wanted);
         let (mut keep, mut out, mut used) = ((u32::MAX, 0), (u32::MAX, 0), 0);
         for l in (0..LANES).filter(|&bit| wanted & lane_bit(0, bit) != 0).map(|bit| &self.lanes[bit]) {
             if l.keep.0 != u32::MAX {
@@ -275,12 +269,12 @@ impl Plays {
     /// holds are read; the others are bounded by [`worth_bound`] instead of generated, and
     /// their bounds kept in their slots (marked `CAPPED`, which the other calls take for
     /// missing).
-    pub fn none_above(&mut self, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], cap: i32) -> Option<i32> {
+    pub fn none_above(&mut self, ctx: Ctx, board: &Board, rack: &[u8], cap: i32) -> Option<i32> {
         let slots = self.slots.as_mut().filter(|_| cap >= 0)?;
         let len = slots.len();
         let mut most = 0;
         let mut faces = None;
-        for (bit, key) in slot_keys(keys, rack).into_iter().enumerate() {
+        for (bit, key) in slot_keys(board.lane_keys(), rack).into_iter().enumerate() {
             let at = slot(key, len);
             let (k, l) = slots[at];
             let worth = if k == key {
@@ -305,10 +299,10 @@ impl Plays {
     /// The rack tiles some play of `rack` on `board` uses (bit `t` for tile `t`), or at least
     /// all of the rack's tiles: lanes the memo holds are looked at first, and the others are
     /// generated only when those leave a tile unplaced.
-    pub fn used(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8]) -> u64 {
+    pub fn used(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, rack: &[u8]) -> u64 {
         let all = rack.iter().fold(0u64, |set, &t| set | 1 << t);
         let (mut used, mut missing) = (0, 0);
-        for (bit, key) in slot_keys(keys, rack).into_iter().enumerate() {
+        for (bit, key) in slot_keys(board.lane_keys(), rack).into_iter().enumerate() {
             match self.cached(key) {
                 Some(l) => used |= l.used,
                 None => missing |= lane_bit(0, bit),
@@ -317,26 +311,18 @@ impl Plays {
                 return used;
             }
         }
-        self.fill(mg, ctx, board, keys, rack, missing);
+        self.fill(mg, ctx, board, rack, missing);
         (0..LANES).filter(|&bit| missing & lane_bit(0, bit) != 0).fold(used, |used, bit| used | self.lanes[bit].used)
     }
 
     /// The move whose `fingerprint` is `fp`, if `rack` has it on `board`: looked for in its
     /// lane alone.
-    pub fn find(
-        &mut self,
-        mg: &mut Generator,
-        ctx: Ctx,
-        board: &Board,
-        keys: &[u64; LANES],
-        rack: &[u8],
-        fp: u32,
-    ) -> Option<Move> {
+    pub fn find(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, rack: &[u8], fp: u32) -> Option<Move> {
         let bit = (fp & 31) as usize;
         if bit >= LANES {
             return (fingerprint(&Move::PASS) == fp).then_some(Move::PASS);
         }
-        self.fill(mg, ctx, board, keys, rack, lane_bit(0, bit));
+        self.fill(mg, ctx, board, rack, lane_bit(0, bit));
         let l = self.lanes[bit];
         self.plays[l.start as usize..l.end as usize].iter().find(|m| fingerprint(m) == fp).copied()
     }
@@ -344,7 +330,8 @@ impl Plays {
     /// Ask for the slots of `lanes` (bits) of `keys` with `rack` to be fetched from memory,
     /// ahead of asking for those lanes: a lane a move changed, or any lane with a rack that
     /// just changed, has a slot at an address not seen lately.
-    pub fn prefetch(&self, keys: &[u64; LANES], rack: &[u8], lanes: u32) {
+    pub fn prefetch(&self, board: &Board, rack: &[u8], lanes: u32) {
+        let keys = board.lane_keys();
         let Some(slots) = &self.slots else { return };
         let rack_key = mix(rack_key(rack));
         for bit in (0..LANES).filter(|&b| lanes & lane_bit(0, b) != 0) {
@@ -360,7 +347,7 @@ impl Plays {
 
     /// Puts the plays of each lane in `wanted` in `self.lanes`, generating the (lane, rack)
     /// pairs not seen before.
-    fn fill(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, keys: &[u64; LANES], rack: &[u8], wanted: u32) {
+    fn fill(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, rack: &[u8], wanted: u32) {
         match &mut self.slots {
             None => {
                 // SAFETY: all-zero is a valid (key, lane): integers, and key 0 marks it empty.
@@ -383,7 +370,7 @@ impl Plays {
             }
             Some(_) => {}
         }
-        let keys = slot_keys(keys, rack);
+        let keys = slot_keys(board.lane_keys(), rack);
         let mut missing = 0u32;
         for (bit, &key) in keys.iter().enumerate().filter(|&(b, _)| wanted & lane_bit(0, b) != 0) {
             match self.cached(key) {
@@ -479,12 +466,11 @@ mod tests {
                 board.set(row, col, if rng.below(8) == 0 { t | BLANK_BIT } else { t });
             }
             board.recompute_all(&kwg, &dist);
-            let keys = lane_keys(&board);
             for _ in 0..8 {
                 let rack: Vec<u8> =
                     (0..1 + rng.below(7)).map(|_| [0, 1, 5, 9, 18, 19, 20][rng.below(7) as usize]).collect();
                 let before = sizes(&memo);
-                let got = memo.all(&mut mg, ctx, &board, &keys, &rack).to_vec();
+                let got = memo.all(&mut mg, ctx, &board, &rack).to_vec();
                 count(before, sizes(&memo), &mut grew, &mut fresh);
                 let mut want = placements(&mut reference, ctx, &board, &rack);
                 want.sort_by_key(|m| m.dir as usize * DIM + m.lane as usize);
@@ -496,7 +482,7 @@ mod tests {
                 let wanted = if rng.below(2) == 0 { ALL_LANES } else { rng.below(1 << 30) as u32 };
                 let bonus = rng.below(20) as i32;
                 let before = sizes(&memo);
-                let got = memo.best(&mut mg, ctx, &board, &keys, &rack, bonus, wanted);
+                let got = memo.best(&mut mg, ctx, &board, &rack, bonus, wanted);
                 count(before, sizes(&memo), &mut grew, &mut fresh);
                 let in_wanted =
                     |m: &&Move| m.kind == Kind::Place && wanted >> (m.dir as usize * DIM + m.lane as usize) & 1 == 1;
@@ -554,7 +540,6 @@ mod tests {
                 board.set(row, col, if rng.below(8) == 0 { t | BLANK_BIT } else { t });
             }
             board.recompute_all(&kwg, &dist);
-            let keys = lane_keys(&board);
             for _ in 0..6 {
                 let rack: Vec<u8> =
                     (0..1 + rng.below(7)).map(|_| if rng.below(6) == 0 { 0 } else { pick(&mut rng) }).collect();
@@ -578,8 +563,8 @@ mod tests {
                 let cap = best - 5 + rng.below(80) as i32;
                 let mut memo = Plays::sized(1 << 14, 1 << 14);
                 let mut mg = Generator::new();
-                memo.fill(&mut mg, ctx, &board, &keys, &rack, 0);
-                match memo.none_above(ctx, &board, &keys, &rack, cap) {
+                memo.fill(&mut mg, ctx, &board, &rack, 0);
+                match memo.none_above(ctx, &board, &rack, cap) {
                     Some(said) => {
                         assert!(best <= cap && best <= said && said <= cap, "{best} {said} {cap}");
                         said_some += 1;
@@ -588,13 +573,14 @@ mod tests {
                 }
                 // The bounds it kept are no plays to the other calls; once the lanes are held
                 // (no two in one slot), the answer is exact.
-                let all = memo.all(&mut mg, ctx, &board, &keys, &rack).len();
+                let all = memo.all(&mut mg, ctx, &board, &rack).len();
                 assert_eq!(all, plays.len() + 1, "rack {rack:?}");
-                let mut at: Vec<usize> = slot_keys(&keys, &rack).iter().map(|&k| slot(k, 1 << 14)).collect();
+                let mut at: Vec<usize> =
+                    slot_keys(board.lane_keys(), &rack).iter().map(|&k| slot(k, 1 << 14)).collect();
                 at.sort_unstable();
                 at.dedup();
                 if at.len() == LANES {
-                    let exact = memo.none_above(ctx, &board, &keys, &rack, cap);
+                    let exact = memo.none_above(ctx, &board, &rack, cap);
                     assert_eq!(exact, (best <= cap).then_some(best), "rack {rack:?} cap {cap}");
                     held += 1;
                 }
