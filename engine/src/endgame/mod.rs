@@ -777,9 +777,11 @@ impl<'s> Search<'s> {
         let expect_all = !pv_node && ply.is_multiple_of(2);
         let mut moves = std::mem::take(&mut self.moves[ply]);
         moves.clear();
-        // The table's move first, found in its lane alone: it usually cuts, and then the other
-        // moves are never listed.
-        let first = self.table_move(node, tt_move);
+        // The table's move first, found in its lane alone, or failing that the move `order`
+        // would put first: it usually cuts, and then the other moves are never listed.
+        let first = self.table_move(node, tt_move).or_else(|| {
+            (ply >= 2).then(|| self.plays.lead(&mut self.mg, self.sh.ctx, &node.board, node.racks[0].tiles()))
+        });
         match first {
             Some(mv) => moves.push((i32::MAX, mv)),
             None => self.order(node, ply, None, &mut moves),
@@ -1033,7 +1035,7 @@ impl<'s> Search<'s> {
             let used = m.tiles_used() as i32;
             let est = match m.kind {
                 Kind::Place if used == me.len as i32 => 1_000 + m.score + 2 * opp.value,
-                Kind::Place if ply >= 2 => m.score + 3 * used,
+                Kind::Place if ply >= 2 => plays::deep_estimate(m),
                 Kind::Place => m.score,
                 Kind::Exchange | Kind::Pass => -1_000,
             };

@@ -49,7 +49,23 @@ struct Lane {
     /// tile, and of the first best that goes out; `u32::MAX` when there is none.
     keep: (u32, i32),
     out: (u32, i32),
+    /// Index and `deep_estimate` of the first best play by it that keeps a tile.
+    lead: (u32, i32),
 }
+
+/// How the search orders a play that keeps a tile, below its first two plies: by score,
+/// favouring more tiles (they leave the mover fewer to be stuck with).
+pub(super) fn deep_estimate(m: &Move) -> i32 {
+    m.score + 3 * m.tiles_used() as i32
+}
+
+impl Lane {
+    /// No plays, at index 0.
+    const EMPTY: Lane = Lane { start: 0, end: 0, used: 0, keep: NONE, out: NONE, lead: NONE };
+}
+
+/// No play, in `Lane`'s (index, worth) pairs.
+const NONE: (u32, i32) = (u32::MAX, 0);
 
 /// The first best of several plays by worth.
 fn better(best: &mut (u32, i32), at: u32, worth: i32) {
@@ -247,7 +263,7 @@ impl Plays {
         wanted: u32,
     ) -> Best {
         self.fill(mg, ctx, board, rack, wanted);
-        let (mut keep, mut out, mut used) = ((u32::MAX, 0), (u32::MAX, 0), 0);
+        let (mut keep, mut out, mut used) = (NONE, NONE, 0);
         for l in (0..LANES).filter(|&bit| wanted & lane_bit(0, bit) != 0).map(|bit| &self.lanes[bit]) {
             if l.keep.0 != u32::MAX {
                 better(&mut keep, l.keep.0, l.keep.1);
@@ -261,6 +277,27 @@ impl Plays {
         let keep =
             if keep.0 == u32::MAX || keep.1 < 0 { (Move::PASS, 0) } else { (self.plays[keep.0 as usize], keep.1) };
         Best { keep, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)), used }
+    }
+
+    /// The first move of `rack` on `board` in the search's order below its first two plies
+    /// (going out, by score; then by `deep_estimate`; the pass last), without listing the
+    /// moves: at a cut node it is nearly always the only move searched.
+    pub fn lead(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, rack: &[u8]) -> Move {
+        self.fill(mg, ctx, board, rack, ALL_LANES);
+        let (mut out, mut lead) = (NONE, NONE);
+        for l in &self.lanes {
+            // Every play going out plays the same tiles: by worth is by score.
+            if l.out.0 != u32::MAX {
+                better(&mut out, l.out.0, l.out.1);
+            }
+            if l.lead.0 != u32::MAX {
+                better(&mut lead, l.lead.0, l.lead.1);
+            }
+        }
+        match if out.0 != u32::MAX { out.0 } else { lead.0 } {
+            u32::MAX => Move::PASS,
+            at => self.plays[at as usize],
+        }
     }
 
     /// Whether no move of `rack` on `board`, the pass (worth 0) included, is worth more than
@@ -285,7 +322,7 @@ impl Plays {
                 let bound = worth_bound(ctx, board, bit / DIM, bit % DIM, faces);
                 // Memoised as a lane whose one play is worth the bound: `none_above` reads it
                 // as such, the other calls as missing.
-                slots[at] = (key, Lane { start: CAPPED, end: CAPPED, keep: (0, bound), out: (u32::MAX, 0), used: 0 });
+                slots[at] = (key, Lane { start: CAPPED, end: CAPPED, keep: (0, bound), ..Lane::EMPTY });
                 bound
             };
             if worth > cap {
@@ -390,12 +427,16 @@ impl Plays {
         self.found.sort_by_key(|m| m.dir as usize * DIM + m.lane as usize);
         let mut found = self.found.iter().peekable();
         for bit in (0..LANES).filter(|&b| missing & lane_bit(0, b) != 0) {
-            let mut l =
-                Lane { start: self.plays.len() as u32, keep: (u32::MAX, 0), out: (u32::MAX, 0), ..Lane::default() };
+            let mut l = Lane { start: self.plays.len() as u32, ..Lane::EMPTY };
             while let Some(m) = found.next_if(|m| m.dir as usize * DIM + m.lane as usize == bit) {
                 let at = self.plays.len() as u32;
                 let worth = m.score + m.rack_tiles().map(|t| ctx.dist.score(t)).sum::<i32>();
-                better(if m.tiles_used() == rack.len() { &mut l.out } else { &mut l.keep }, at, worth);
+                if m.tiles_used() == rack.len() {
+                    better(&mut l.out, at, worth);
+                } else {
+                    better(&mut l.keep, at, worth);
+                    better(&mut l.lead, at, deep_estimate(m));
+                }
                 l.used |= m.rack_tiles().fold(0, |used, t| used | 1 << t);
                 self.plays.push(*m);
             }
@@ -436,7 +477,8 @@ mod tests {
     /// The memo's invariant through growth and fresh starts: a memo of a few slots, doubling
     /// and starting afresh many times over, lists every position's moves as a generation from
     /// scratch does (lanes in order, generation order within a lane, then the pass), and finds
-    /// the same best plays in any set of lanes as a scan of that list.
+    /// the same best plays in any set of lanes, and the same first move in the search's order,
+    /// as a scan of that list.
     #[test]
     fn a_memo_that_grows_and_starts_afresh_lists_and_bests_what_generation_does() {
         let kwg = graph(&[
@@ -502,6 +544,17 @@ mod tests {
                 assert_eq!(got.out, first_best(true), "rack {rack:?} lanes {wanted:#x}");
                 let used = want.iter().filter(in_wanted).flat_map(|m| m.rack_tiles()).fold(0u64, |u, t| u | 1 << t);
                 assert_eq!(got.used, used, "rack {rack:?} lanes {wanted:#x}");
+                // `lead`: the first of the list sorted stably as the search orders it.
+                let estimate = |m: &Move| match m.kind {
+                    Kind::Place if m.tiles_used() == rack.len() => 1_000 + m.score,
+                    Kind::Place => deep_estimate(m),
+                    _ => -1_000,
+                };
+                let mut ordered = want.clone();
+                ordered.sort_by_key(|m| std::cmp::Reverse(estimate(m)));
+                let before = sizes(&memo);
+                assert_eq!(memo.lead(&mut mg, ctx, &board, &rack), ordered[0], "rack {rack:?}");
+                count(before, sizes(&memo), &mut grew, &mut fresh);
             }
         }
         assert!(grew >= 3 && fresh >= 3, "the index doubled {grew} times and started afresh {fresh} times");
