@@ -124,6 +124,37 @@ pub struct Board {
     keys: [u64; 2 * DIM],
 }
 
+/// A square as seen along one direction, as it was before a write: what `Board::unplace` puts
+/// back.
+#[derive(Clone, Copy, Debug)]
+pub struct Saved {
+    dir: u8,
+    /// `idx(lane, pos)` along `dir`.
+    i: u8,
+    tile: u8,
+    cross_score: i16,
+    cross: u64,
+    /// The lane's key.
+    key: u64,
+}
+
+/// Where writes to a board record what they overwrite: nowhere, or a list to undo them from.
+trait Journal {
+    fn save(&mut self, saved: Saved);
+}
+
+impl Journal for () {
+    #[inline]
+    fn save(&mut self, _: Saved) {}
+}
+
+impl Journal for Vec<Saved> {
+    #[inline]
+    fn save(&mut self, saved: Saved) {
+        self.push(saved);
+    }
+}
+
 /// One square's part of its lane's key: its place, tile, cross-set and cross-score as seen
 /// along `dir`. Two independent hashes, so that the lane key needs no more than a XOR.
 #[inline]
@@ -151,11 +182,31 @@ impl Board {
 
     /// Give square `pos` of (`dir`, `lane`), as seen along `dir`, this tile, cross-set and
     /// cross-score, and its lane the key that goes with them.
+    /// What it overwrites goes to `journal`.
     #[inline]
-    fn write(&mut self, dir: Dir, lane: usize, pos: usize, tile: u8, cross: u64, cross_score: i16) {
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &mut self,
+        journal: &mut impl Journal,
+        dir: Dir,
+        lane: usize,
+        pos: usize,
+        tile: u8,
+        cross: u64,
+        cross_score: i16,
+    ) {
         let i = idx(lane, pos);
-        let was = square_key(dir, i, self.tiles[dir][i], self.cross[dir][i], self.cross_score[dir][i]);
-        self.keys[dir * DIM + lane] ^= was ^ square_key(dir, i, tile, cross, cross_score);
+        let (was_tile, was_cross, was_score) = (self.tiles[dir][i], self.cross[dir][i], self.cross_score[dir][i]);
+        let key = &mut self.keys[dir * DIM + lane];
+        journal.save(Saved {
+            dir: dir as u8,
+            i: i as u8,
+            tile: was_tile,
+            cross_score: was_score,
+            cross: was_cross,
+            key: *key,
+        });
+        *key ^= square_key(dir, i, was_tile, was_cross, was_score) ^ square_key(dir, i, tile, cross, cross_score);
         (self.tiles[dir][i], self.cross[dir][i], self.cross_score[dir][i]) = (tile, cross, cross_score);
     }
 
@@ -187,8 +238,8 @@ impl Board {
     pub fn set(&mut self, row: usize, col: usize, tile: u8) {
         let was = self.tiles[ACROSS][idx(row, col)];
         let (i, j) = (idx(row, col), idx(col, row));
-        self.write(ACROSS, row, col, tile, self.cross[ACROSS][i], self.cross_score[ACROSS][i]);
-        self.write(DOWN, col, row, tile, self.cross[DOWN][j], self.cross_score[DOWN][j]);
+        self.write(&mut (), ACROSS, row, col, tile, self.cross[ACROSS][i], self.cross_score[ACROSS][i]);
+        self.write(&mut (), DOWN, col, row, tile, self.cross[DOWN][j], self.cross_score[DOWN][j]);
         self.tile_count = self.tile_count + (tile != 0) as usize - (was != 0) as usize;
     }
 
@@ -210,20 +261,63 @@ impl Board {
         cross: &mut impl CrossSets,
         dist: &Distribution,
     ) -> u32 {
+        self.place_journaled(dir, lane, start, tiles, cross, dist, &mut ())
+    }
+
+    /// `place_with`, adding to `undo` what it overwrites, so that `unplace` can take the play
+    /// back: for a search that walks down and up a tree of plays on one board instead of
+    /// copying it at every node.
+    #[allow(clippy::too_many_arguments)]
+    pub fn place_undoable(
+        &mut self,
+        dir: Dir,
+        lane: usize,
+        start: usize,
+        tiles: &[u8],
+        cross: &mut impl CrossSets,
+        dist: &Distribution,
+        undo: &mut Vec<Saved>,
+    ) -> u32 {
+        self.place_journaled(dir, lane, start, tiles, cross, dist, undo)
+    }
+
+    /// Take back the plays placed since `undo` held `mark` entries, latest first.
+    pub fn unplace(&mut self, undo: &mut Vec<Saved>, mark: usize) {
+        for s in undo.drain(mark..).rev() {
+            let (dir, i) = (s.dir as usize, s.i as usize);
+            if dir == ACROSS && s.tile == 0 && self.tiles[ACROSS][i] != 0 {
+                self.tile_count -= 1;
+            }
+            (self.tiles[dir][i], self.cross[dir][i], self.cross_score[dir][i]) = (s.tile, s.cross, s.cross_score);
+            self.keys[dir * DIM + i / DIM] = s.key;
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn place_journaled(
+        &mut self,
+        dir: Dir,
+        lane: usize,
+        start: usize,
+        tiles: &[u8],
+        cross: &mut impl CrossSets,
+        dist: &Distribution,
+        journal: &mut impl Journal,
+    ) -> u32 {
         let other = 1 - dir;
         let mut touched = lane_bit(dir, lane);
         for (k, &t) in tiles.iter().enumerate() {
             if t != 0 {
                 let pos = start + k;
                 // The square is taken: no play in either direction may put a tile there.
-                self.write(dir, lane, pos, t, 0, -1);
-                self.write(other, pos, lane, t, 0, -1);
+                self.write(journal, dir, lane, pos, t, 0, -1);
+                self.write(journal, other, pos, lane, t, 0, -1);
                 self.tile_count += 1;
-                touched |= lane_bit(other, pos) | self.recompute_run_ends(other, pos, lane, cross, dist);
+                touched |= lane_bit(other, pos) | self.recompute_run_ends(other, pos, lane, cross, dist, journal);
             }
         }
         if let Some(first) = tiles.iter().position(|&t| t != 0) {
-            touched |= self.recompute_run_ends(dir, lane, start + first, cross, dist);
+            touched |= self.recompute_run_ends(dir, lane, start + first, cross, dist, journal);
         }
         touched
     }
@@ -237,11 +331,12 @@ impl Board {
         pos: usize,
         cross: &mut impl CrossSets,
         dist: &Distribution,
+        journal: &mut impl Journal,
     ) -> u32 {
         let (before, after) = self.run_ends(dir, lane, pos, pos);
         let mut touched = 0;
         for end in before.into_iter().chain(after) {
-            self.recompute_square(dir, lane, end, cross, dist);
+            self.recompute_square(dir, lane, end, cross, dist, journal);
             touched |= lane_bit(1 - dir, end);
         }
         touched
@@ -291,18 +386,26 @@ impl Board {
     /// direction, i.e. `cross[1 - dir]` of this lane's squares.
     fn recompute_lane(&mut self, dir: Dir, lane: usize, kwg: &Kwg, dist: &Distribution) {
         for pos in 0..DIM {
-            self.recompute_square(dir, lane, pos, &mut &*kwg, dist);
+            self.recompute_square(dir, lane, pos, &mut &*kwg, dist, &mut ());
         }
     }
 
     /// `cross[1 - dir]` and `cross_score[1 - dir]` of square `pos` of (`dir`, `lane`), from the
     /// tiles beside it in that lane.
-    fn recompute_square(&mut self, dir: Dir, lane: usize, pos: usize, cross: &mut impl CrossSets, dist: &Distribution) {
+    fn recompute_square(
+        &mut self,
+        dir: Dir,
+        lane: usize,
+        pos: usize,
+        cross: &mut impl CrossSets,
+        dist: &Distribution,
+        journal: &mut impl Journal,
+    ) {
         let other = 1 - dir;
         let tiles = &self.tiles[dir][lane * DIM..lane * DIM + DIM];
         let tile = tiles[pos];
         if tile != 0 {
-            self.write(other, pos, lane, tile, 0, -1);
+            self.write(journal, other, pos, lane, tile, 0, -1);
             return;
         }
         let mut lo = pos;
@@ -314,13 +417,13 @@ impl Board {
             hi += 1;
         }
         if lo == pos && hi == pos + 1 {
-            self.write(other, pos, lane, 0, !0, -1);
+            self.write(journal, other, pos, lane, 0, !0, -1);
             return;
         }
         let (prefix, suffix) = (&tiles[lo..pos], &tiles[pos + 1..hi]);
         let score: i32 = prefix.iter().chain(suffix).map(|&t| dist.score(t)).sum();
         let set = cross.cross_set(prefix, suffix);
-        self.write(other, pos, lane, 0, set, score as i16);
+        self.write(journal, other, pos, lane, 0, set, score as i16);
     }
 
     /// Lanes where plays see a difference between `self` and `other`, as bits `dir * DIM +

@@ -212,7 +212,8 @@ fn word_map_best_moves_equal_graph_search() {
 /// what the endgame's play cache rests on: after any move, the plays in every lane it does not
 /// name are the same, with the same scores, as before; `place` names at least those lanes,
 /// `touched_by` foresees the same lanes, and a lane's key changes exactly when the lane does
-/// (and is the key of the same board laid out afresh).
+/// (and is the key of the same board laid out afresh); a play placed undoably and taken back
+/// leaves the board as it was.
 #[test]
 fn plays_outside_the_changed_lanes_are_unchanged() {
     let lex = enable();
@@ -247,6 +248,12 @@ fn plays_outside_the_changed_lanes_are_unchanged() {
             }
             fresh.recompute_all(&lex.kwg, dist());
             assert!(fresh == after, "the board after {m:?} differs from the same tiles laid out afresh");
+            // Placed undoably it is the same board, and taken back the board before.
+            let (mut undone, mut undo) = (board.clone(), Vec::new());
+            undone.place_undoable(m.dir(), m.lane as usize, m.start as usize, tiles, &mut memo, dist(), &mut undo);
+            assert!(undone == after, "placed undoably, {m:?} gives another board");
+            undone.unplace(&mut undo, 0);
+            assert!(undone == *board && undo.is_empty(), "{m:?} taken back leaves another board");
             for bit in 0..30 {
                 let (dir, lane) = (bit / 15, bit % 15);
                 let same = after.lane_key(dir, lane) == board.lane_key(dir, lane);

@@ -12,9 +12,12 @@
 //! - One ply above the horizon, a node's value is the spread after its mover's best move by
 //!   worth ([`plays`]). Where a null window only asks whether that value reaches beta and the
 //!   parent is an all-node, the lanes the last move left alone are asked first, from the
-//!   parent's board: often one of them holds a good enough move, and the new board is never
-//!   built. Where no move can be worth enough to reach alpha, which bounds on the lanes the
+//!   parent's board: often one of them holds a good enough move, and the move is never made
+//!   on the board. Where no move can be worth enough to reach alpha, which bounds on the lanes the
 //!   memo lacks show without generating them, the node fails low at once.
+//! - Each thread keeps one board, making each move on it on the way down and taking it back on
+//!   the way up (`Board::place_undoable`): nodes are boardless (`Node`), and no board is
+//!   copied.
 //! - Threads share out the root's moves (`RootJob`): an endgame root has hundreds or
 //!   thousands of moves, none holding more than a few percent of the search, so each thread
 //!   takes the next move not yet taken. They share the table. The best move is the first in
@@ -29,7 +32,7 @@ mod plays;
 pub mod sets;
 pub mod tt;
 
-use crate::board::{ACROSS, Board, CrossMemo, DIM};
+use crate::board::{ACROSS, Board, CrossMemo, DIM, Saved};
 use crate::game::{Game, MAX_SCORELESS_TURNS};
 use crate::movegen::{ALL_LANES, Ctx, Generator};
 use crate::moves::{Kind, Move};
@@ -180,11 +183,11 @@ impl Rack {
     }
 }
 
-/// A position of the search: everything that decides the rest of the game, plus the spread so
-/// far (kept out of the hash).
-#[derive(Clone)]
+/// A position of the search but its board, which the searching thread keeps (`Search::board`,
+/// made and unmade move by move): everything else that decides the rest of the game, plus the
+/// spread so far (kept out of the hash).
+#[derive(Clone, Copy)]
 struct Node {
-    board: Board,
     racks: [Rack; 2],
     mover: usize,
     /// The mover's score minus the other's.
@@ -197,18 +200,8 @@ struct Node {
 enum Next {
     /// The game ended: the final spread from the view of the player who moved.
     Over(i32),
-    /// The next position, but its board (see `Search::build`).
-    Go(Head),
-}
-
-/// A position without its board: enough to look it up in the table.
-#[derive(Clone, Copy)]
-struct Head {
-    racks: [Rack; 2],
-    mover: usize,
-    spread: i32,
-    scoreless: u8,
-    hash: u64,
+    /// The next position (its board not yet made: see `Search::make`).
+    Go(Node),
 }
 
 /// What entering a node found.
@@ -369,7 +362,7 @@ impl Solver {
             }
         }
         let spread = game.scores[me] - game.scores[1 - me];
-        Ok(Node { board: game.board.clone(), racks, mover: 0, spread, scoreless: game.scoreless, hash })
+        Ok(Node { racks, mover: 0, spread, scoreless: game.scoreless, hash })
     }
 
     /// Solve the endgame of `game` (the bag must be empty) for the player on turn. `progress`
@@ -399,13 +392,13 @@ impl Solver {
             for _ in 1..threads {
                 let (shared, root) = (&shared, &root);
                 s.spawn(move || {
-                    let mut helper = Search::new(shared);
+                    let mut helper = Search::new(shared, &game.board);
                     helper.help(root);
                     helper.flush_nodes();
                 });
             }
             let dismiss = Dismiss(&shared);
-            let mut main = Search::new(&shared);
+            let mut main = Search::new(&shared, &game.board);
             main.split = threads > 1;
             let sol = main.deepen(&root, max_depth, opts.win_only, &|d| progress(d));
             main.split = false;
@@ -459,12 +452,16 @@ struct Search<'s> {
     stopped: bool,
     /// The main thread ignores the clock until depth 1 is done.
     must_finish: bool,
-    /// Nodes searched and done with, whose memory `build` uses again.
-    spare: Vec<Box<Node>>,
+    /// The board of the node being searched: moves are made on it going down the tree and
+    /// taken back coming up, which costs far less than a 5 KB copy per node.
+    board: Board,
+    /// What the moves made on `board` overwrote (`Board::place_undoable`).
+    undo: Vec<Saved>,
 }
 
 impl<'s> Search<'s> {
-    fn new(sh: &'s Shared<'s>) -> Self {
+    /// A thread's search from a position whose board is `board`.
+    fn new(sh: &'s Shared<'s>, board: &Board) -> Self {
         Self {
             sh,
             mg: Generator::new(),
@@ -476,7 +473,8 @@ impl<'s> Search<'s> {
             split: false,
             stopped: false,
             must_finish: false,
-            spare: Vec::new(),
+            board: board.clone(),
+            undo: Vec::new(),
         }
     }
 
@@ -622,11 +620,11 @@ impl<'s> Search<'s> {
                     (v, false)
                 }
                 Next::Go(head) => {
-                    let child = &mut None;
+                    let made = &mut None;
                     let a = floor(alpha, best_at);
                     // The first move in full, as on one thread; the others with a null window.
                     let top = if i == 0 { job.beta } else { a + 1 };
-                    let (v, mut h) = self.visit(root, &mv, head, child, job.depth - 1, 1, -top, -a, true);
+                    let (v, mut h) = self.visit(&mv, head, made, job.depth - 1, 1, -top, -a, true);
                     let mut v = -v;
                     if i > 0 && v > a && v < job.beta && !self.stopped {
                         // The window may have moved while this move was searched.
@@ -635,10 +633,10 @@ impl<'s> Search<'s> {
                             (st.alpha, st.best_at)
                         };
                         let a = floor(alpha, best_at);
-                        let (v2, h2) = self.visit(root, &mv, head, child, job.depth - 1, 1, -job.beta, -a, true);
+                        let (v2, h2) = self.visit(&mv, head, made, job.depth - 1, 1, -job.beta, -a, true);
                         (v, h) = (-v2, h || h2);
                     }
-                    self.spare.extend(child.take());
+                    self.unmake(made.take());
                     (v, h)
                 }
             };
@@ -689,44 +687,46 @@ impl<'s> Search<'s> {
         }
     }
 
-    /// Search the position `mv` leads to from `node` (`head`, its board built only when the
-    /// table does not already answer), from its mover's view.
+    /// Search the position `mv` leads to from the board's (`head`, made on the board only when
+    /// the table does not already answer), from its mover's view. `made` is where the undo list
+    /// stood before `mv` was made on the board, if it has been: the caller takes it back.
     #[allow(clippy::too_many_arguments)]
     fn visit(
         &mut self,
-        node: &Node,
         mv: &Move,
-        head: Head,
-        child: &mut Option<Box<Node>>,
+        head: Node,
+        made: &mut Option<usize>,
         depth: u8,
         ply: usize,
         alpha: i32,
         beta: i32,
         shortcut: bool,
     ) -> (i32, bool) {
-        if depth == 1 && !shortcut && child.is_none() {
+        if depth == 1 && !shortcut && made.is_none() {
             // A frontier node that will be valued on its board (the table rarely knows it: it
-            // is new at this depth): its slot is fetched while the board is built.
+            // is new at this depth): its slot is fetched while the move is made.
             self.sh.table.prefetch(head.hash);
             // So are the memo's slots of the lanes the move leaves as they were (the others'
-            // once the board is built): the child's mover has a new rack after each sibling's
+            // once the move is made): the child's mover has a new rack after each sibling's
             // move, which puts the slots of every lane out of cache.
-            self.plays.prefetch(&node.board, head.racks[0].tiles(), ALL_LANES);
-            *child = Some(self.build(node, mv, head));
+            self.plays.prefetch(&self.board, head.racks[0].tiles(), ALL_LANES);
+            *made = Some(self.make(mv, &head));
         }
         match self.enter(head.hash, head.spread, depth, ply, alpha, beta) {
             Enter::Done(v, h) => (v, h),
             Enter::Search(_)
                 if depth == 1
                     && shortcut
-                    && child.is_none()
-                    && let Some(v) = self.fails_high(node, mv, head, ply, beta) =>
+                    && made.is_none()
+                    && let Some(v) = self.fails_high(mv, head, ply, beta) =>
             {
                 v
             }
             Enter::Search(tt_move) => {
-                let child = child.get_or_insert_with(|| self.build(node, mv, head));
-                self.expand(child, depth, ply, alpha, beta, tt_move)
+                if made.is_none() {
+                    *made = Some(self.make(mv, &head));
+                }
+                self.expand(&head, depth, ply, alpha, beta, tt_move)
             }
         }
     }
@@ -780,7 +780,7 @@ impl<'s> Search<'s> {
         // The table's move first, found in its lane alone, or failing that the move `order`
         // would put first: it usually cuts, and then the other moves are never listed.
         let first = self.table_move(node, tt_move).or_else(|| {
-            (ply >= 2).then(|| self.plays.lead(&mut self.mg, self.sh.ctx, &node.board, node.racks[0].tiles()))
+            (ply >= 2).then(|| self.plays.lead(&mut self.mg, self.sh.ctx, &self.board, node.racks[0].tiles()))
         });
         match first {
             Some(mv) => moves.push((i32::MAX, mv)),
@@ -816,21 +816,21 @@ impl<'s> Search<'s> {
                     (v, false)
                 }
                 Next::Go(head) => {
-                    let child = &mut None;
+                    let made = &mut None;
                     let (v, h) = if i == 0 {
-                        let (v, h) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -beta, -alpha, expect_all);
+                        let (v, h) = self.visit(&mv, head, made, depth - 1, ply + 1, -beta, -alpha, expect_all);
                         (-v, h)
                     } else {
-                        let (v, h) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -alpha - 1, -alpha, true);
+                        let (v, h) = self.visit(&mv, head, made, depth - 1, ply + 1, -alpha - 1, -alpha, true);
                         let v = -v;
                         if v > alpha && v < beta && pv_node && !self.stopped {
-                            let (v, h2) = self.visit(node, &mv, head, child, depth - 1, ply + 1, -beta, -alpha, true);
+                            let (v, h2) = self.visit(&mv, head, made, depth - 1, ply + 1, -beta, -alpha, true);
                             (-v, h || h2)
                         } else {
                             (v, h)
                         }
                     };
-                    self.spare.extend(child.take());
+                    self.unmake(made.take());
                     (v, h)
                 }
             };
@@ -892,13 +892,13 @@ impl<'s> Search<'s> {
         let mut bound = Bound::Exact;
         let (value, mv, horizon) = if node.scoreless + 1 >= MAX_SCORELESS_TURNS {
             self.last_scoreless_turn(node, beta)
-        } else if let Some(most) = self.plays.none_above(self.sh.ctx, &node.board, me.tiles(), cap) {
+        } else if let Some(most) = self.plays.none_above(self.sh.ctx, &self.board, me.tiles(), cap) {
             // No move, the pass included, is worth more than `cap`: fails low, and the lanes
             // the memo lacks are bounded, not generated.
             bound = Bound::Upper;
             (base + most + opp.value, Move::PASS, true)
         } else {
-            let best = self.plays.best(&mut self.mg, self.sh.ctx, &node.board, me.tiles(), opp.value, ALL_LANES);
+            let best = self.plays.best(&mut self.mg, self.sh.ctx, &self.board, me.tiles(), opp.value, ALL_LANES);
             match best.out {
                 Some((m, w)) if base + w >= beta => (base + w, m, false),
                 out => {
@@ -941,18 +941,18 @@ impl<'s> Search<'s> {
     /// good-enough move kept in the table orders the next depth worse than no entry at all,
     /// and evicting deeper entries for it costs more than it saves (8-35% more nodes each,
     /// measured). Other threads still see the bound.
-    fn fails_high(&mut self, node: &Node, mv: &Move, head: Head, ply: usize, beta: i32) -> Option<(i32, bool)> {
+    fn fails_high(&mut self, mv: &Move, head: Node, ply: usize, beta: i32) -> Option<(i32, bool)> {
         if head.scoreless + 1 >= MAX_SCORELESS_TURNS {
             return None;
         }
         let (me, opp) = (&head.racks[0], &head.racks[1]);
         let base = head.spread + opp.value - me.value;
         let touched = match mv.kind {
-            Kind::Place => node.board.touched_by(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles()),
+            Kind::Place => self.board.touched_by(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles()),
             _ => 0,
         };
         // The lanes the move leaves as they were are the same on `node`'s board.
-        let (ctx, board) = (self.sh.ctx, &node.board);
+        let (ctx, board) = (self.sh.ctx, &self.board);
         let best = self.plays.best(&mut self.mg, ctx, board, me.tiles(), opp.value, ALL_LANES & !touched);
         // Tiles stuck so far may prove playable in the lanes not looked at, and the
         // opponent's rack is not looked at: the term is at least minus the mover's.
@@ -982,7 +982,7 @@ impl<'s> Search<'s> {
     /// played) and come free as it opens.
     fn stuck_term(&mut self, node: &Node, mine: Option<i32>) -> i32 {
         let opp = &node.racks[1];
-        let theirs = self.plays.used(&mut self.mg, self.sh.ctx, &node.board, opp.tiles());
+        let theirs = self.plays.used(&mut self.mg, self.sh.ctx, &self.board, opp.tiles());
         match (mine, stuck_value(self.sh.ctx.dist, opp, theirs)) {
             (Some(mine), None) => -mine,
             (None, Some(theirs)) => theirs,
@@ -996,7 +996,7 @@ impl<'s> Search<'s> {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
         let dist = self.sh.ctx.dist;
         let (mut best, mut best_end, mut horizon) = ((-INF, Move::PASS), (-INF, Move::PASS), false);
-        for m in self.plays.all(&mut self.mg, self.sh.ctx, &node.board, me.tiles()) {
+        for m in self.plays.all(&mut self.mg, self.sh.ctx, &self.board, me.tiles()) {
             let kept = me.value - m.rack_tiles().map(|t| dist.score(t)).sum::<i32>();
             let out = m.tiles_used() == me.len as usize;
             let scoreless = m.kind != Kind::Place || m.score == 0;
@@ -1019,7 +1019,7 @@ impl<'s> Search<'s> {
         if fp == 0 {
             return None;
         }
-        self.plays.find(&mut self.mg, self.sh.ctx, &node.board, node.racks[0].tiles(), fp)
+        self.plays.find(&mut self.mg, self.sh.ctx, &self.board, node.racks[0].tiles(), fp)
     }
 
     /// Append all moves of the mover but `skip` (already tried), best guess first: going out
@@ -1028,7 +1028,7 @@ impl<'s> Search<'s> {
     fn order(&mut self, node: &Node, ply: usize, skip: Option<Move>, out: &mut Vec<(i32, Move)>) {
         let (me, opp) = (&node.racks[0], &node.racks[1]);
         let from = out.len();
-        for m in self.plays.all(&mut self.mg, self.sh.ctx, &node.board, me.tiles()) {
+        for m in self.plays.all(&mut self.mg, self.sh.ctx, &self.board, me.tiles()) {
             if skip == Some(*m) {
                 continue;
             }
@@ -1079,55 +1079,51 @@ impl<'s> Search<'s> {
             }
         }
         hash ^= keys.side ^ keys.scoreless[node.scoreless as usize] ^ keys.scoreless[scoreless as usize];
-        Next::Go(Head { racks: [opp, rack], mover: 1 - node.mover, spread: -(node.spread + score), scoreless, hash })
+        Next::Go(Node { racks: [opp, rack], mover: 1 - node.mover, spread: -(node.spread + score), scoreless, hash })
     }
 
-    /// The position `step` found `mv` to lead to, with its board.
-    fn build(&mut self, node: &Node, mv: &Move, head: Head) -> Box<Node> {
-        let Head { racks, mover, spread, scoreless, hash } = head;
-        // A node freed earlier takes the copy: one 5 KB copy, and no allocation.
-        let mut child = match self.spare.pop() {
-            Some(mut c) => {
-                c.board.clone_from(&node.board);
-                c
-            }
-            None => Box::new(node.clone()),
-        };
-        (child.racks, child.mover, child.spread, child.scoreless, child.hash) = (racks, mover, spread, scoreless, hash);
+    /// Make `mv` on the board, leading to `head` (what `step` found); where the undo list
+    /// stood before, for `unmake`.
+    fn make(&mut self, mv: &Move, head: &Node) -> usize {
+        let mark = self.undo.len();
         if mv.kind == Kind::Place {
-            let touched = child.board.place_with(
-                mv.dir(),
-                mv.lane as usize,
-                mv.start as usize,
-                mv.tiles(),
-                &mut self.cross,
-                self.sh.ctx.dist,
-            );
-            self.plays.prefetch(&child.board, child.racks[0].tiles(), touched);
+            let (lane, start) = (mv.lane as usize, mv.start as usize);
+            let dist = self.sh.ctx.dist;
+            let touched =
+                self.board.place_undoable(mv.dir(), lane, start, mv.tiles(), &mut self.cross, dist, &mut self.undo);
+            self.plays.prefetch(&self.board, head.racks[0].tiles(), touched);
         }
-        child
+        mark
+    }
+
+    /// Take back the moves made since the undo list stood at `mark`, if any were.
+    fn unmake(&mut self, mark: Option<usize>) {
+        if let Some(mark) = mark {
+            self.board.unplace(&mut self.undo, mark);
+        }
     }
 
     /// Extend a principal variation cut short (by a table hit) to the end of the game, by
     /// solving where it stops.
     fn complete_pv(&mut self, root: &Node, pv: &mut Vec<Move>) {
         for _ in 0..MAX_DEPTH {
-            let mut node = root.clone();
+            let (mut node, mark) = (*root, self.undo.len());
             let mut over = false;
             for mv in pv.iter() {
                 match self.step(&node, mv) {
                     Next::Over(_) => over = true,
-                    Next::Go(head) => node = *self.build(&node, mv, head),
+                    Next::Go(head) => {
+                        self.make(mv, &head);
+                        node = head;
+                    }
                 }
             }
-            if over {
-                return;
+            let rest = if over { None } else { self.deepen(&node, MAX_DEPTH, false, &|_| {}) };
+            self.unmake(Some(mark));
+            match rest {
+                Some(rest) if !rest.pv.is_empty() => pv.extend(rest.pv),
+                _ => return,
             }
-            let Some(rest) = self.deepen(&node, MAX_DEPTH, false, &|_| {}) else { return };
-            if rest.pv.is_empty() {
-                return;
-            }
-            pv.extend(rest.pv);
         }
     }
 
@@ -1147,8 +1143,10 @@ impl<'s> Search<'s> {
             let v = match self.step(root, &mv) {
                 Next::Over(v) => v,
                 Next::Go(head) => {
-                    let child = self.build(root, &mv, head);
-                    match self.deepen(&child, max_depth.saturating_sub(1).max(1), false, &|_| {}) {
+                    let made = Some(self.make(&mv, &head));
+                    let value = self.deepen(&head, max_depth.saturating_sub(1).max(1), false, &|_| {});
+                    self.unmake(made);
+                    match value {
                         Some(it) => -it.value,
                         None => continue,
                     }
