@@ -487,10 +487,16 @@ impl CrossSets for &Kwg {
 
 /// Cross-sets already found, by the letters either side of the square. A search that plays the
 /// same words beside the same words again and again (the endgame) walks the graph once for each.
+/// Squares with more than `MEMO_LETTERS` letters beside them, rare, walk it every time: the
+/// others' keys fit a `u64`, which halves the map's memory, and its probes wait on memory.
 pub struct CrossMemo<'k> {
     kwg: &'k Kwg,
-    sets: FxHashMap<u128, u64>,
+    sets: FxHashMap<u64, u64>,
 }
+
+/// The most letters beside a square whose cross-set the memo holds: both lengths in four bits
+/// each, then six bits a letter.
+const MEMO_LETTERS: usize = 9;
 
 /// Cross-sets held before a memo starts afresh.
 const MEMO_SETS: usize = 1 << 20;
@@ -503,11 +509,13 @@ impl<'k> CrossMemo<'k> {
 
 impl CrossSets for CrossMemo<'_> {
     fn cross_set(&mut self, prefix: &[u8], suffix: &[u8]) -> u64 {
-        // Both lengths, then six bits a letter: at most 14 letters beside a square.
+        if prefix.len() + suffix.len() > MEMO_LETTERS {
+            return cross_set(self.kwg, prefix, suffix);
+        }
         let key = prefix
             .iter()
             .chain(suffix)
-            .fold((prefix.len() as u128) << 4 | suffix.len() as u128, |k, &t| k << 6 | letter_of(t) as u128);
+            .fold((prefix.len() as u64) << 4 | suffix.len() as u64, |k, &t| k << 6 | letter_of(t) as u64);
         if let Some(&set) = self.sets.get(&key) {
             return set;
         }
