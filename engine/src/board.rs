@@ -181,8 +181,8 @@ impl Board {
     }
 
     /// Give square `pos` of (`dir`, `lane`), as seen along `dir`, this tile, cross-set and
-    /// cross-score, and its lane the key that goes with them.
-    /// What it overwrites goes to `journal`.
+    /// cross-score, and its lane the key that goes with them; what it overwrites goes to
+    /// `journal`.
     #[inline]
     #[allow(clippy::too_many_arguments)]
     fn write(
@@ -488,7 +488,7 @@ impl CrossSets for &Kwg {
 /// Cross-sets already found, by the letters either side of the square. A search that plays the
 /// same words beside the same words again and again (the endgame) walks the graph once for each.
 /// Squares with more than `MEMO_LETTERS` letters beside them, rare, walk it every time: the
-/// others' keys fit a `u64`, which halves the map's memory, and its probes wait on memory.
+/// others' keys fit a `u64`, which halves the map's memory (its probes are cache misses).
 pub struct CrossMemo<'k> {
     kwg: &'k Kwg,
     sets: FxHashMap<u64, u64>,

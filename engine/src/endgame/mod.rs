@@ -13,8 +13,8 @@
 //!   worth ([`plays`]). Where a null window only asks whether that value reaches beta and the
 //!   parent is an all-node, the lanes the last move left alone are asked first, from the
 //!   parent's board: often one of them holds a good enough move, and the move is never made
-//!   on the board. Where no move can be worth enough to reach alpha, which bounds on the lanes the
-//!   memo lacks show without generating them, the node fails low at once.
+//!   on the board. Where no move can be worth enough to reach alpha, which bounds on the
+//!   lanes the memo lacks show without generating them, the node fails low at once.
 //! - Each thread keeps one board, making each move on it on the way down and taking it back on
 //!   the way up (`Board::place_undoable`): nodes are boardless (`Node`), and no board is
 //!   copied.
@@ -687,9 +687,9 @@ impl<'s> Search<'s> {
         }
     }
 
-    /// Search the position `mv` leads to from the board's (`head`, made on the board only when
-    /// the table does not already answer), from its mover's view. `made` is where the undo list
-    /// stood before `mv` was made on the board, if it has been: the caller takes it back.
+    /// Search `head`, the position `mv` leads to from the board's, from its mover's view; `mv`
+    /// is made on the board only when the table does not already answer. `made` is where the
+    /// undo list stood before `mv` was made, if it has been: the caller takes it back.
     #[allow(clippy::too_many_arguments)]
     fn visit(
         &mut self,
