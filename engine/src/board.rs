@@ -138,8 +138,9 @@ pub struct Saved {
     key: u64,
 }
 
-/// Where writes to a board record what they overwrite: nowhere, or a list to undo them from.
-trait Journal {
+/// Where writes to a board record what they overwrite: nowhere (`()`), or a list to undo them
+/// from (`Vec<Saved>`).
+pub trait Journal {
     fn save(&mut self, saved: Saved);
 }
 
@@ -261,24 +262,7 @@ impl Board {
         cross: &mut impl CrossSets,
         dist: &Distribution,
     ) -> u32 {
-        self.place_journaled(dir, lane, start, tiles, cross, dist, &mut ())
-    }
-
-    /// `place_with`, adding to `undo` what it overwrites, so that `unplace` can take the play
-    /// back: for a search that walks down and up a tree of plays on one board instead of
-    /// copying it at every node.
-    #[allow(clippy::too_many_arguments)]
-    pub fn place_undoable(
-        &mut self,
-        dir: Dir,
-        lane: usize,
-        start: usize,
-        tiles: &[u8],
-        cross: &mut impl CrossSets,
-        dist: &Distribution,
-        undo: &mut Vec<Saved>,
-    ) -> u32 {
-        self.place_journaled(dir, lane, start, tiles, cross, dist, undo)
+        self.place_undoable(dir, lane, start, tiles, cross, dist, &mut ())
     }
 
     /// Take back the plays placed since `undo` held `mark` entries, latest first.
@@ -293,8 +277,11 @@ impl Board {
         }
     }
 
+    /// `place_with`, adding to `journal` (a `Vec<Saved>`) what it overwrites, so that `unplace`
+    /// can take the play back: for a search that walks down and up a tree of plays on one board
+    /// instead of copying it at every node.
     #[allow(clippy::too_many_arguments)]
-    fn place_journaled(
+    pub fn place_undoable(
         &mut self,
         dir: Dir,
         lane: usize,
