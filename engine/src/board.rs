@@ -249,20 +249,7 @@ impl Board {
     /// holds a placed tile can see a different word beside them. Returns the lanes touched, as
     /// bits `dir * DIM + lane`: a superset of `changed_lanes` against the board before.
     pub fn place(&mut self, dir: Dir, lane: usize, start: usize, tiles: &[u8], kwg: &Kwg, dist: &Distribution) -> u32 {
-        self.place_with(dir, lane, start, tiles, &mut &*kwg, dist)
-    }
-
-    /// `place`, taking cross-sets from `cross` (e.g. a [`CrossMemo`]).
-    pub fn place_with(
-        &mut self,
-        dir: Dir,
-        lane: usize,
-        start: usize,
-        tiles: &[u8],
-        cross: &mut impl CrossSets,
-        dist: &Distribution,
-    ) -> u32 {
-        self.place_undoable(dir, lane, start, tiles, cross, dist, &mut ())
+        self.place_with(dir, lane, start, tiles, &mut &*kwg, dist, &mut ())
     }
 
     /// Take back the plays placed since `undo` held `mark` entries, latest first.
@@ -277,11 +264,12 @@ impl Board {
         }
     }
 
-    /// `place_with`, adding to `journal` (a `Vec<Saved>`) what it overwrites, so that `unplace`
-    /// can take the play back: for a search that walks down and up a tree of plays on one board
-    /// instead of copying it at every node.
+    /// `place`, taking cross-sets from `cross` (e.g. a [`CrossMemo`]) and adding to `journal`
+    /// what it overwrites: `&mut ()` keeps nothing; a `Vec<Saved>` lets `unplace` take the play
+    /// back, for a search that walks down and up a tree of plays on one board instead of
+    /// copying it at every node.
     #[allow(clippy::too_many_arguments)]
-    pub fn place_undoable(
+    pub fn place_with(
         &mut self,
         dir: Dir,
         lane: usize,

@@ -239,7 +239,7 @@ fn plays_outside_the_changed_lanes_are_unchanged() {
             assert_ne!(changed, 0);
             assert_eq!(changed & !touched, 0, "place names every lane it changed");
             let mut remembered = board.clone();
-            remembered.place_with(m.dir(), m.lane as usize, m.start as usize, tiles, &mut memo, dist());
+            remembered.place_with(m.dir(), m.lane as usize, m.start as usize, tiles, &mut memo, dist(), &mut ());
             assert!(remembered == after, "cross-sets from the memo differ after {m:?}");
             // The lane keys `place` kept are those of the same tiles laid out afresh.
             let mut fresh = Board::new();
@@ -250,7 +250,7 @@ fn plays_outside_the_changed_lanes_are_unchanged() {
             assert!(fresh == after, "the board after {m:?} differs from the same tiles laid out afresh");
             // Placed undoably it is the same board, and taken back the board before.
             let (mut undone, mut undo) = (board.clone(), Vec::new());
-            undone.place_undoable(m.dir(), m.lane as usize, m.start as usize, tiles, &mut memo, dist(), &mut undo);
+            undone.place_with(m.dir(), m.lane as usize, m.start as usize, tiles, &mut memo, dist(), &mut undo);
             assert!(undone == after, "placed undoably, {m:?} gives another board");
             undone.unplace(&mut undo, 0);
             assert!(undone == *board && undo.is_empty(), "{m:?} taken back leaves another board");

@@ -16,8 +16,8 @@
 //!   on the board. Where no move can be worth enough to reach alpha, which bounds on the
 //!   lanes the memo lacks show without generating them, the node fails low at once.
 //! - Each thread keeps one board, making each move on it on the way down and taking it back on
-//!   the way up (`Board::place_undoable`): nodes are boardless (`Node`), and no board is
-//!   copied.
+//!   the way up (`Board::place_with` keeping an undo list): nodes are boardless (`Node`), and
+//!   no board is copied.
 //! - Threads share out the root's moves (`RootJob`): an endgame root has hundreds or
 //!   thousands of moves, none holding more than a few percent of the search, so each thread
 //!   takes the next move not yet taken. They share the table. The best move is the first in
@@ -455,7 +455,7 @@ struct Search<'s> {
     /// The board of the node being searched: moves are made on it going down the tree and
     /// taken back coming up, which costs far less than a 5 KB copy per node.
     board: Board,
-    /// What the moves made on `board` overwrote (`Board::place_undoable`).
+    /// What the moves made on `board` overwrote (`Board::place_with`).
     undo: Vec<Saved>,
 }
 
@@ -1090,7 +1090,7 @@ impl<'s> Search<'s> {
             let (lane, start) = (mv.lane as usize, mv.start as usize);
             let dist = self.sh.ctx.dist;
             let touched =
-                self.board.place_undoable(mv.dir(), lane, start, mv.tiles(), &mut self.cross, dist, &mut self.undo);
+                self.board.place_with(mv.dir(), lane, start, mv.tiles(), &mut self.cross, dist, &mut self.undo);
             self.plays.prefetch(&self.board, head.racks[0].tiles(), touched);
         }
         mark

@@ -238,8 +238,8 @@ impl Plays {
         }
     }
 
-    /// Every move of `rack` on `board`: all placements, then the
-    /// pass (the bag is empty, so no exchanges).
+    /// Every move of `rack` on `board`: all placements, then the pass (the bag is empty, so no
+    /// exchanges).
     pub fn all(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, rack: &[u8]) -> &[Move] {
         self.fill(mg, ctx, board, rack, ALL_LANES);
         self.out.clear();
@@ -364,7 +364,7 @@ impl Plays {
         self.plays[l.start as usize..l.end as usize].iter().find(|m| fingerprint(m) == fp).copied()
     }
 
-    /// Ask for the slots of `lanes` (bits) of `keys` with `rack` to be fetched from memory,
+    /// Ask for the slots of `lanes` (bits) of `board` with `rack` to be fetched from memory,
     /// ahead of asking for those lanes: a lane a move changed, or any lane with a rack that
     /// just changed, has a slot at an address not seen lately.
     pub fn prefetch(&self, board: &Board, rack: &[u8], lanes: u32) {
