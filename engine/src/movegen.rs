@@ -138,6 +138,8 @@ pub struct Generator {
     /// Rack counts before any tile of the current word was placed.
     full_rack: [u8; 64],
     rack_len: usize,
+    /// The rack's tiles other than blanks, sorted (`rack_len` less the blanks of them).
+    rack_real: [u8; RACK_SIZE],
     /// Most tiles the graph search places: the rack's size, or six when bingos come from the
     /// anagram index.
     max_place: usize,
@@ -216,8 +218,7 @@ struct Anchor {
 /// Tiles a play may take from the rack, as the word-map search tries them.
 #[derive(Clone, Copy)]
 struct Subset {
-    /// Its canonical rack slots (see `RackLeaves`).
-    used: u32,
+    /// The leave of its canonical rack slots (see `RackLeaves`).
     leave: i32,
     size: u8,
     blanks: u8,
@@ -247,6 +248,7 @@ impl Generator {
             rack: [0; 64],
             full_rack: [0; 64],
             rack_len: 0,
+            rack_real: [0; RACK_SIZE],
             max_place: 0,
             word: [0; DIM],
             best_n: None,
@@ -302,6 +304,9 @@ impl Generator {
         }
         self.full_rack = self.rack;
         self.rack_len = req.rack.len();
+        let mut real = req.rack.iter().filter(|&&t| t != 0);
+        self.rack_real = std::array::from_fn(|_| real.next().copied().unwrap_or(0));
+        self.rack_real[..self.rack_len - self.rack[0] as usize].sort_unstable();
         // The word map pays where the graph search is slow, on racks holding a blank; without
         // one, the graph finds an anchor's plays in fewer steps than its windows take lookups
         // (measured: docs/BENCHMARKS.md).
@@ -672,7 +677,6 @@ impl Generator {
                 continue;
             }
             let mut sub = Subset {
-                used,
                 leave: self.by_used[used as usize],
                 size: used.count_ones() as u8,
                 blanks: 0,
@@ -766,7 +770,7 @@ impl Generator {
                     let (from, to) = self.look_up(map, letters, sub.blanks as usize);
                     for f in from..to {
                         let word = map.word(self.found[f as usize]);
-                        self.place_word(ps, lo, hi, existing, word, real, sub.blanks as usize, sub.used);
+                        self.place_word(ps, lo, hi, existing, word, real, sub.blanks as usize);
                     }
                 }
             }
@@ -864,10 +868,13 @@ impl Generator {
             let t = playable.trailing_zeros() as u8;
             playable &= playable - 1;
             let n = g.step(list + (letters & ((1u64 << t) - 1)).count_ones());
+            // One walk a letter: the letter's own tile while the rack holds one, else a blank.
+            // Which of a word's tiles the blanks stand for is settled once it is found
+            // (`found`), so that a path is walked once, not once per way of putting the blanks
+            // on it.
             if self.rack[t as usize] > 0 {
                 self.place::<LEFT, S>(g, pos, n, t, t, acc);
-            }
-            if self.rack[0] > 0 {
+            } else {
                 self.place::<LEFT, S>(g, pos, n, t | BLANK_BIT, 0, acc);
             }
         }
@@ -911,7 +918,7 @@ impl Generator {
             let acc = Acc { start: pos as u32, ..acc };
             let left_open = pos == 0 || tiles[pos - 1] == 0;
             if n.accepts() && left_open && self.right_open {
-                self.record(pos, self.anchor, acc);
+                self.found(pos, self.anchor, acc);
             }
             if n.arc() == 0 {
                 return;
@@ -928,7 +935,7 @@ impl Generator {
             }
         } else {
             if n.accepts() && (pos + 1 == DIM || tiles[pos + 1] == 0) {
-                self.record(acc.start as usize, pos, acc);
+                self.found(acc.start as usize, pos, acc);
             }
             if n.arc() != 0 && pos + 1 < DIM && self.worth(pos + 1, n.kids(), acc) {
                 self.extend::<false, S>(g, pos + 1, n, acc);
@@ -953,10 +960,12 @@ impl Generator {
             || (acc.placed as usize) < self.max_place && self.lane.cross[pos] & fits & kids & !1 != 0
     }
 
+    /// The graph search found a word on `start..=end`, its tiles as `place` put them down
+    /// (each letter's own tiles first, then blanks): record it, once for each way the blanks
+    /// in hand could lie on its letters.
     #[inline]
-    fn record(&mut self, start: usize, end: usize, acc: Acc) {
-        let len = end - start + 1;
-        if len < 2 || acc.placed == 0 {
+    fn found(&mut self, start: usize, end: usize, acc: Acc) {
+        if end == start || acc.placed == 0 {
             return;
         }
         if acc.placed == 1 && self.dir == DOWN {
@@ -968,7 +977,124 @@ impl Generator {
         }
         let bingo = if acc.placed as usize == RACK_SIZE { BINGO_BONUS } else { 0 };
         let score = acc.main * acc.word_mult + acc.perp + bingo;
-        let mut equity = score * 1000 + self.by_used[acc.used as usize];
+        let spent = match self.full_rack[0] {
+            0 => 0,
+            _ => (start..=end).filter(|&p| self.word[p] & BLANK_BIT != 0).count(),
+        };
+        if self.rack[0] == 0 && spent == 0 {
+            return self.record(start, end, score, acc.used);
+        }
+        // Score it with no blank on it, and note what each letter adds.
+        let (mut squares, mut costs, mut tiles, mut k) = ([0u8; RACK_SIZE], [0; RACK_SIZE], [0; RACK_SIZE], 0);
+        let mut unblanked = score;
+        for p in start..=end {
+            let tile = self.word[p];
+            if tile != 0 {
+                let cost = self.letter_worth(p, tile, acc.word_mult);
+                if tile & BLANK_BIT != 0 {
+                    unblanked += cost;
+                }
+                (squares[k], costs[k], tiles[k]) = (p as u8, cost, tile);
+                k += 1;
+            }
+        }
+        let (real, blanks) = (self.rack_real, self.rack[0] as usize + spent);
+        self.blank_ways(
+            start,
+            end,
+            &squares[..k],
+            &costs[..k],
+            unblanked,
+            &real[..self.rack_len - self.full_rack[0] as usize],
+            blanks,
+        );
+        // The search goes on from the word as it was.
+        for (&p, &tile) in squares[..k].iter().zip(&tiles) {
+            self.word[p as usize] = tile;
+        }
+    }
+
+    /// What the letter of `tile` scores on empty square `p` of the loaded lane, in a main word
+    /// of multiplier `word_mult` and in the cross-word it makes there, if any.
+    #[inline]
+    fn letter_worth(&self, p: usize, tile: u8, word_mult: i32) -> i32 {
+        let l = &self.lane;
+        let cross_mult = if l.cross_score[p] >= 0 { l.wm[p] as i32 } else { 0 };
+        self.scores[letter_of(tile) as usize] * l.lm[p] as i32 * (word_mult + cross_mult)
+    }
+
+    /// Record the word on `start..=end` whose placed tiles are on `squares` (their letters in
+    /// `word`), worth `score` with every tile its letter's, once for each way of laying them
+    /// from the tiles `real` (blanks aside) and `blanks`: up to `blanks` blanks on any of its
+    /// letters (taking `costs[i]` off the score on `squares[i]`), as long as the letter's own
+    /// tiles in `real` suffice for the rest.
+    #[allow(clippy::too_many_arguments)]
+    fn blank_ways(
+        &mut self,
+        start: usize,
+        end: usize,
+        squares: &[u8],
+        costs: &[i32],
+        score: i32,
+        real: &[u8],
+        blanks: usize,
+    ) {
+        let k = squares.len();
+        // The placed tiles by letter: (squares as a mask over `squares`, letter, how many of
+        // them the blanks must supply).
+        let mut groups = [(0u32, 0u8, 0u32); RACK_SIZE];
+        let mut n = 0;
+        for (i, &p) in squares.iter().enumerate() {
+            let t = letter_of(self.word[p as usize]);
+            match groups[..n].iter_mut().find(|g| g.1 == t) {
+                Some(g) => g.0 |= 1 << i,
+                None => {
+                    groups[n] = (1 << i, t, 0);
+                    n += 1;
+                }
+            }
+        }
+        for g in &mut groups[..n] {
+            let have = real.iter().filter(|&&t| t == g.1).count() as u32;
+            g.2 = g.0.count_ones().saturating_sub(have);
+        }
+        let groups = &groups[..n];
+        for size in 0..=blanks.min(k) {
+            // Every set of `size` squares for the blanks, in increasing order of its mask.
+            let mut set = (1u32 << size) - 1;
+            while set < 1 << k {
+                if groups.iter().all(|g| (set & g.0).count_ones() >= g.2) {
+                    // Tiles of one kind use their rack slots in order (see `place`).
+                    let mut used = ((1u32 << size) - 1) << self.first_slot[0];
+                    for g in groups {
+                        used |= ((1u32 << (g.0 & !set).count_ones()) - 1) << self.first_slot[g.1 as usize];
+                    }
+                    let mut v = score;
+                    for (i, &p) in squares.iter().enumerate() {
+                        let letter = letter_of(self.word[p as usize]);
+                        let blank = set >> i & 1 == 1;
+                        self.word[p as usize] = if blank { letter | BLANK_BIT } else { letter };
+                        v -= if blank { costs[i] } else { 0 };
+                    }
+                    self.record(start, end, v, used);
+                }
+                if set == 0 {
+                    break;
+                }
+                // The next larger mask with as many bits (Gosper's hack).
+                let low = set & set.wrapping_neg();
+                let ripple = set + low;
+                set = (((ripple ^ set) >> 2) / low) | ripple;
+            }
+        }
+    }
+
+    /// Record the move on `start..=end` whose tiles are in `word`, scoring `score` and taking
+    /// the rack slots `used`.
+    #[inline]
+    fn record(&mut self, start: usize, end: usize, score: i32, used: u32) {
+        let len = end - start + 1;
+        let mut equity = score * 1000 + self.by_used[used as usize];
         if self.vowel_penalty != 0 {
             equity -= self.vowel_penalty * self.opening_vowels(start, end);
         }
@@ -999,15 +1125,8 @@ impl Generator {
         let by_map = self.word_map && (self.best_n.is_some() || ctx.kwg.has_word_map());
         let anagrams = if by_map { ctx.kwg.word_map() } else { ctx.kwg.anagrams() };
         let blanks = self.full_rack[0] as usize;
-        let mut real = [0u8; RACK_SIZE];
-        let mut n = 0;
-        for t in 1..64u8 {
-            for _ in 0..self.full_rack[t as usize] {
-                real[n] = t;
-                n += 1;
-            }
-        }
-        let real = &real[..n];
+        let real = self.rack_real;
+        let real = &real[..self.rack_len - blanks];
         let fits = if blanks > 0 { !0 } else { self.rack_letters } & !1;
         self.through_words.clear();
         self.through_one_known = 0;
@@ -1094,7 +1213,7 @@ impl Generator {
             let through_score = self.lane.tiles[lo..=hi].iter().map(|&t| self.scores[t as usize]).sum();
             for f in a..b {
                 let word = anagrams.word(self.found[f as usize]);
-                self.place_word(&ps, lo, hi, through_score, word, real, blanks, (1 << RACK_SIZE) - 1);
+                self.place_word(&ps, lo, hi, through_score, word, real, blanks);
             }
         }
         self.bingo_windows = windows;
@@ -1153,10 +1272,9 @@ impl Generator {
         (start, end)
     }
 
-    /// Record `word` on the empty squares `ps` of the loaded lane (the word spanning
-    /// `lo..=hi`, whose board tiles score `through`) if it fits there, once for each way of
-    /// putting the blanks on its letters; `real` are the placed tiles other than blanks, and
-    /// `used` their rack slots (with the blanks').
+    /// Record `word` on the empty squares `ps` of the loaded lane (the word spanning `lo..=hi`,
+    /// whose board tiles score `through`) if it fits there, once for each way of laying it
+    /// from the tiles `real` and `blanks` blanks, all of them.
     #[allow(clippy::too_many_arguments)]
     fn place_word(
         &mut self,
@@ -1167,58 +1285,41 @@ impl Generator {
         word: &Word,
         real: &[u8],
         blanks: usize,
-        used: u32,
     ) {
         let l = &self.lane;
         if (lo..=hi).any(|q| l.tiles[q] != 0 && letter_of(l.tiles[q]) != word[q - lo]) {
             return;
         }
-        let k = ps.len();
-        let mut lw = [0u8; RACK_SIZE];
+        let (mut squares, mut letters, k) = ([0u8; RACK_SIZE], [0u8; RACK_SIZE], ps.len());
+        if k == 1 && self.dir == DOWN && l.cross_score[ps[0]] >= 0 {
+            return; // listed as the across play (see `found`)
+        }
         for (i, &p) in ps.iter().enumerate() {
-            lw[i] = word[p - lo];
-            if l.cross[p] >> lw[i] & 1 == 0 {
+            (squares[i], letters[i]) = (p as u8, word[p - lo]);
+            if l.cross[p] >> letters[i] & 1 == 0 {
                 return;
             }
         }
-        // How many of each letter the blanks must supply.
-        let mut extra = [0i8; 64];
-        for &t in &lw[..k] {
-            extra[t as usize] += 1;
+        let (mut main, mut word_mult, mut perp) = (through, 1, 0);
+        for (&p, &t) in ps.iter().zip(&letters) {
+            let ts = self.scores[t as usize];
+            let (lm, wm) = (l.lm[p] as i32, l.wm[p] as i32);
+            main += ts * lm;
+            word_mult *= wm;
+            if l.cross_score[p] >= 0 {
+                perp += (l.cross_score[p] as i32 + ts * lm) * wm;
+            }
         }
-        for &t in real {
-            extra[t as usize] -= 1;
+        let bingo = if k == RACK_SIZE { BINGO_BONUS } else { 0 };
+        let mut costs = [0; RACK_SIZE];
+        for (i, &p) in ps.iter().enumerate() {
+            costs[i] = self.letter_worth(p, letters[i], word_mult);
+            self.word[p] = letters[i];
         }
-        for mask in 0u32..1 << k {
-            if mask.count_ones() as usize != blanks {
-                continue;
-            }
-            let mut need = extra;
-            for (i, &t) in lw[..k].iter().enumerate() {
-                if mask >> i & 1 == 1 {
-                    need[t as usize] -= 1;
-                }
-            }
-            if lw[..k].iter().any(|&t| need[t as usize] != 0) {
-                continue;
-            }
-            let l = &self.lane;
-            let (mut main, mut word_mult, mut perp) = (through, 1, 0);
-            for (i, &p) in ps.iter().enumerate() {
-                let tile = if mask >> i & 1 == 1 { lw[i] | BLANK_BIT } else { lw[i] };
-                self.word[p] = tile;
-                let ts = self.scores[tile as usize];
-                let (lm, wm) = (l.lm[p] as i32, l.wm[p] as i32);
-                main += ts * lm;
-                word_mult *= wm;
-                if l.cross_score[p] >= 0 {
-                    perp += (l.cross_score[p] as i32 + ts * lm) * wm;
-                }
-            }
-            self.record(lo, hi, Acc { main, word_mult, perp, placed: k as u32, used, start: lo as u32 });
-            for &p in ps {
-                self.word[p] = 0;
-            }
+        let score = main * word_mult + perp + bingo;
+        self.blank_ways(lo, hi, &squares[..k], &costs[..k], score, real, blanks);
+        for &p in ps {
+            self.word[p] = 0;
         }
     }
 
