@@ -1059,6 +1059,9 @@ impl Generator {
             g.2 = g.0.count_ones().saturating_sub(have);
         }
         let groups = &groups[..n];
+        for &p in squares {
+            self.word[p as usize] &= !BLANK_BIT;
+        }
         for size in 0..=blanks.min(k) {
             // Every set of `size` squares for the blanks, in increasing order of its mask.
             let mut set = (1u32 << size) - 1;
@@ -1070,13 +1073,14 @@ impl Generator {
                         used |= ((1u32 << (g.0 & !set).count_ones()) - 1) << self.first_slot[g.1 as usize];
                     }
                     let mut v = score;
-                    for (i, &p) in squares.iter().enumerate() {
-                        let letter = letter_of(self.word[p as usize]);
-                        let blank = set >> i & 1 == 1;
-                        self.word[p as usize] = if blank { letter | BLANK_BIT } else { letter };
-                        v -= if blank { costs[i] } else { 0 };
+                    for i in bits(set) {
+                        self.word[squares[i] as usize] |= BLANK_BIT;
+                        v -= costs[i];
                     }
                     self.record(start, end, v, used);
+                    for i in bits(set) {
+                        self.word[squares[i] as usize] &= !BLANK_BIT;
+                    }
                 }
                 if set == 0 {
                     break;
@@ -1334,6 +1338,15 @@ impl Generator {
             })
             .count() as i32
     }
+}
+
+/// The positions of the set bits of `mask`, lowest first.
+fn bits(mut mask: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask.wrapping_sub(1);
+        (i < 32).then_some(i)
+    })
 }
 
 /// The letters of `want` that some word allows on empty square `p` of a lane, given the runs
