@@ -981,8 +981,10 @@ impl Generator {
             0 => 0,
             _ => (start..=end).filter(|&p| self.word[p] & BLANK_BIT != 0).count(),
         };
-        if self.rack[0] == 0 && spent == 0 {
-            return self.record(start, end, score, acc.used);
+        match self.rack[0] as usize + spent {
+            0 => return self.record(start, end, score, acc.used),
+            1 => return self.one_blank_ways(start, end, score, acc),
+            _ => {}
         }
         // Score it with no blank on it, and note what each letter adds.
         let (mut squares, mut costs, mut tiles, mut k) = ([0u8; RACK_SIZE], [0; RACK_SIZE], [0; RACK_SIZE], 0);
@@ -1011,6 +1013,44 @@ impl Generator {
         // The search goes on from the word as it was.
         for (&p, &tile) in squares[..k].iter().zip(&tiles) {
             self.word[p as usize] = tile;
+        }
+    }
+
+    /// `found` with one blank in play, the common case, without `blank_ways`' bookkeeping.
+    fn one_blank_ways(&mut self, start: usize, end: usize, score: i32, acc: Acc) {
+        match (start..=end).find(|&p| self.word[p] & BLANK_BIT != 0) {
+            None => {
+                // The blank in hand: the word as placed, then with the blank for each of its
+                // tiles in turn, that letter's last rack slot given up for the blank's.
+                self.record(start, end, score, acc.used);
+                let blank_slot = 1 << self.first_slot[0];
+                for p in start..=end {
+                    let tile = self.word[p];
+                    if tile != 0 {
+                        let t = tile as usize;
+                        let last = self.first_slot[t] + self.full_rack[t] - self.rack[t] - 1;
+                        self.word[p] = tile | BLANK_BIT;
+                        let used = acc.used & !(1 << last) | blank_slot;
+                        self.record(start, end, score - self.letter_worth(p, tile, acc.word_mult), used);
+                        self.word[p] = tile;
+                    }
+                }
+            }
+            Some(b) => {
+                // The blank stands for a letter whose own tiles are all down: it may lie on
+                // any of that letter's squares, with the same rack slots.
+                let letter = letter_of(self.word[b]);
+                let unblanked = score + self.letter_worth(b, letter, acc.word_mult);
+                self.word[b] = letter;
+                for p in start..=end {
+                    if self.word[p] == letter {
+                        self.word[p] |= BLANK_BIT;
+                        self.record(start, end, unblanked - self.letter_worth(p, letter, acc.word_mult), acc.used);
+                        self.word[p] = letter;
+                    }
+                }
+                self.word[b] = letter | BLANK_BIT;
+            }
         }
     }
 

@@ -126,18 +126,28 @@ fn empty_board_zymurgy_scores_120() {
 }
 
 /// The pruned best-move search must return exactly the head of the full sorted list, for any
-/// leave values (here pseudo-random ones, which stress the bound).
+/// leave values (here pseudo-random ones, which stress the bound). Every play's equity must be
+/// its score and the value of the tiles it leaves, whichever of them are blanks.
 #[test]
 fn best_moves_equal_head_of_all_moves() {
     let lex = enable();
     let mut mg = Generator::new();
     for (i, (board, rack)) in positions(lex, 300, 3).iter().enumerate() {
-        let leaves = RackLeaves::new(rack, |kept| {
+        let value = |kept: &[u8]| {
             let h = kept.iter().fold(i as u64, |h, &t| mix(h ^ t as u64));
             (h % 60_000) as i32 - 30_000
-        });
+        };
+        let leaves = RackLeaves::new(rack, value);
         let req = Request { board, rack, leaves: &leaves, can_exchange: i % 2 == 0, opening_vowel_penalty: 700 };
         let mut all = mg.generate(ctx(lex), &req, Mode::All).to_vec();
+        for m in all.iter().filter(|m| m.kind == Kind::Place && !board.is_empty()) {
+            let mut kept = rack.clone();
+            for t in m.rack_tiles() {
+                kept.remove(kept.iter().position(|&x| x == t).expect("tiles from the rack"));
+            }
+            kept.sort_unstable();
+            assert_eq!(m.equity, m.score * 1000 + value(&kept), "position {i}, rack {rack:?}, {m:?}");
+        }
         all.sort_unstable_by(rank);
         assert!(all.windows(2).all(|w| rank(&w[0], &w[1]).is_lt()), "rank is a strict total order");
         for n in [1, 5] {
