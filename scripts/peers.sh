@@ -5,8 +5,9 @@
 # per CPU-second for each run.
 #
 # MAGPIE is not part of lexhive and is not fetched by this script: point MAGPIE at a checkout
-# built with `make magpie BUILD=release`, whose data/layouts and data/letterdistributions hold
-# its usual files (its ./download_data.sh, or the same paths of the MAGPIE-DATA repository).
+# built with `make magpie BUILD=release`, whose data/layouts, data/letterdistributions and
+# data/strategy hold its usual files (its ./download_data.sh, or the same paths of the
+# MAGPIE-DATA repository).
 # The script adds the lexicon there as `AmericaENABLE` (MAGPIE picks the English distribution
 # from the name) and builds MAGPIE's KWG and word map from the text, once.
 set -euo pipefail
@@ -16,7 +17,7 @@ GAMES=${GAMES:-5000}
 ROUNDS=${ROUNDS:-3}
 SEED=${SEED:-5}
 LEX=AmericaENABLE
-for f in data/layouts/standard15.txt data/letterdistributions/english.csv; do
+for f in data/layouts/standard15.txt data/letterdistributions/english.csv data/strategy/winpct.csv; do
   [[ -f $MAGPIE/$f ]] || { echo "missing $MAGPIE/$f (MAGPIE's data files)" >&2; exit 2; }
 done
 mkdir -p "$MAGPIE/data/lexica"

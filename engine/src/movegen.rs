@@ -11,6 +11,10 @@
 //! letters played through, in the lexicon's word map (`word_map_anchor`), where a blank costs
 //! one probe rather than a search per letter. The plays keeping every blank are the graph's.
 //!
+//! A blank is not a search of its own: the graph search puts a letter down as the rack's tile
+//! while it holds one, else as a blank, and each way the blanks could lie on a word found is
+//! listed when the word is (`found`).
+//!
 //! A placement is generated from the leftmost anchor among the squares it covers (going left
 //! from an anchor never places a tile on another anchor), so each is produced once per
 //! direction. A one-tile play is listed once: across if it forms an across word of two or more
