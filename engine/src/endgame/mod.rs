@@ -14,7 +14,9 @@
 //!   parent is an all-node, the lanes the last move left alone are asked first, from the
 //!   parent's board: often one of them holds a good enough move, and the move is never made
 //!   on the board. Where no move can be worth enough to reach alpha, which bounds on the
-//!   lanes the memo lacks show without generating them, the node fails low at once.
+//!   lanes the memo lacks show without generating them, the node fails low at once. The lanes
+//!   that the last two moves left alone are bounded by what they were worth to the same mover
+//!   two plies up, whose rack held these tiles and more, with no look into the memo.
 //! - Each thread keeps one board, making each move on it on the way down and taking it back on
 //!   the way up (`Board::place_with` keeping an undo list): nodes are boardless (`Node`), and
 //!   no board is copied.
@@ -39,7 +41,7 @@ use crate::moves::{Kind, Move};
 use crate::rng::{Rng, mix};
 use crate::tiles::RACK_SIZE;
 use crate::tiles::{BLANK_BIT, letter_of};
-use plays::Plays;
+use plays::{LANES, Plays};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -457,6 +459,13 @@ struct Search<'s> {
     board: Board,
     /// What the moves made on `board` overwrote (`Board::place_with`).
     undo: Vec<Saved>,
+    /// By ply: the lanes the move into the node searched there changed.
+    changed: [u32; MAX_DEPTH as usize + 2],
+    /// By ply, at a node three plies above the horizon once its moves are listed: how much
+    /// its mover's plays are worth in each lane (`Plays::lane_worths`). Two plies down the
+    /// same mover holds part of that rack, and the lanes neither move between changed still
+    /// bound its plays, with no look into the memo.
+    worths: Vec<Option<[i32; LANES]>>,
 }
 
 impl<'s> Search<'s> {
@@ -475,6 +484,8 @@ impl<'s> Search<'s> {
             must_finish: false,
             board: board.clone(),
             undo: Vec::new(),
+            changed: [0; MAX_DEPTH as usize + 2],
+            worths: Vec::new(),
         }
     }
 
@@ -708,9 +719,12 @@ impl<'s> Search<'s> {
             self.sh.table.prefetch(head.hash);
             // So are the memo's slots of the lanes the move leaves as they were (the others'
             // once the move is made): the child's mover has a new rack after each sibling's
-            // move, which puts the slots of every lane out of cache.
-            self.plays.prefetch(&self.board, head.racks[0].tiles(), ALL_LANES);
-            *made = Some(self.make(mv, &head));
+            // move, which puts the slots of every lane out of cache. Where its grandparent's
+            // worths bound the lanes that neither its parent's move nor this one changed, only
+            // the lanes the parent's move changed are read.
+            let lanes = if self.grand_worths(ply).is_some() { self.changed[ply - 1] } else { ALL_LANES };
+            self.plays.prefetch(&self.board, head.racks[0].tiles(), lanes);
+            *made = Some(self.make(mv, &head, ply));
         }
         match self.enter(head.hash, head.spread, depth, ply, alpha, beta) {
             Enter::Done(v, h) => (v, h),
@@ -724,7 +738,7 @@ impl<'s> Search<'s> {
             }
             Enter::Search(tt_move) => {
                 if made.is_none() {
-                    *made = Some(self.make(mv, &head));
+                    *made = Some(self.make(mv, &head, ply));
                 }
                 self.expand(&head, depth, ply, alpha, beta, tt_move)
             }
@@ -736,6 +750,7 @@ impl<'s> Search<'s> {
         if self.pv.len() <= ply + 1 {
             self.pv.resize_with(ply + 2, Vec::new);
             self.moves.resize_with(ply + 2, Vec::new);
+            self.worths.resize(ply + 2, None);
         }
         self.pv[ply].clear();
         self.count_node();
@@ -787,6 +802,7 @@ impl<'s> Search<'s> {
             None => self.order(node, ply, None, &mut moves),
         }
         let mut listed = first.is_none();
+        self.note_worths(node, depth, ply, listed);
         let (mut best, mut best_fp, mut horizon) = (-INF, 0, false);
         let (mut i, mut ahead) = (0, None);
         loop {
@@ -796,6 +812,7 @@ impl<'s> Search<'s> {
                 }
                 self.order(node, ply, first, &mut moves);
                 listed = true;
+                self.note_worths(node, depth, ply, listed);
                 if i == moves.len() {
                     break;
                 }
@@ -836,6 +853,7 @@ impl<'s> Search<'s> {
             };
             if self.stopped {
                 self.moves[ply] = moves;
+                self.worths[ply] = None;
                 return (0, true);
             }
             horizon |= h;
@@ -856,8 +874,16 @@ impl<'s> Search<'s> {
             i += 1;
         }
         self.moves[ply] = moves;
+        self.worths[ply] = None;
         self.store(node, depth, (alpha0, beta), best, horizon, best_fp);
         (best, horizon)
+    }
+
+    /// At a node three plies above the horizon, what its mover's plays are worth in each lane
+    /// once they are listed (all lanes are in the memo then), for the frontier nodes two plies
+    /// down; until then, nothing.
+    fn note_worths(&mut self, node: &Node, depth: u8, ply: usize, listed: bool) {
+        self.worths[ply] = (depth == 3 && listed).then(|| self.plays.lane_worths(&self.board, node.racks[0].tiles()));
     }
 
     /// Store `node`'s searched value `best` (fail-soft, in the window `(alpha, beta)`) and its
@@ -892,7 +918,7 @@ impl<'s> Search<'s> {
         let mut bound = Bound::Exact;
         let (value, mv, horizon) = if node.scoreless + 1 >= MAX_SCORELESS_TURNS {
             self.last_scoreless_turn(node, beta)
-        } else if let Some(most) = self.plays.none_above(self.sh.ctx, &self.board, me.tiles(), cap) {
+        } else if let Some(most) = self.none_above(node, ply, cap) {
             // No move, the pass included, is worth more than `cap`: fails low, and the lanes
             // the memo lacks are bounded, not generated.
             bound = Bound::Upper;
@@ -928,6 +954,23 @@ impl<'s> Search<'s> {
         let stored = (value - node.spread).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
         self.sh.table.put(node.hash, Entry { value: stored, depth: 1, bound, solved: !horizon, mv: fingerprint(&mv) });
         (value, horizon)
+    }
+
+    /// `Plays::none_above` for the mover at frontier node `node`: where its grandparent listed
+    /// its moves, the lanes that neither move since changed are bounded by what they were
+    /// worth to it, and only the others are read.
+    fn none_above(&mut self, node: &Node, ply: usize, cap: i32) -> Option<i32> {
+        let (ctx, rack) = (self.sh.ctx, node.racks[0].tiles());
+        let Some(worths) = self.grand_worths(ply) else {
+            return self.plays.none_above(ctx, &self.board, rack, cap, ALL_LANES);
+        };
+        let changed = self.changed[ply] | self.changed[ply - 1];
+        let far = (0..LANES).filter(|&bit| changed >> bit & 1 == 0).map(|bit| worths[bit]).max().unwrap_or(i32::MIN);
+        if far > cap {
+            // Too loose: the rack has lost tiles since.
+            return self.plays.none_above(ctx, &self.board, rack, cap, ALL_LANES);
+        }
+        self.plays.none_above(ctx, &self.board, rack, cap, changed).map(|most| most.max(far))
     }
 
     /// Whether the frontier node `head` (reached by `mv` from `node`) fails high, judged from
@@ -1082,18 +1125,26 @@ impl<'s> Search<'s> {
         Next::Go(Node { racks: [opp, rack], mover: 1 - node.mover, spread: -(node.spread + score), scoreless, hash })
     }
 
-    /// Make `mv` on the board, leading to `head` (what `step` found); where the undo list
-    /// stood before, for `unmake`.
-    fn make(&mut self, mv: &Move, head: &Node) -> usize {
+    /// Make `mv` on the board, leading to `head` (what `step` found) at `ply`; where the undo
+    /// list stood before, for `unmake`.
+    fn make(&mut self, mv: &Move, head: &Node, ply: usize) -> usize {
         let mark = self.undo.len();
+        self.changed[ply] = 0;
         if mv.kind == Kind::Place {
             let (lane, start) = (mv.lane as usize, mv.start as usize);
             let dist = self.sh.ctx.dist;
             let touched =
                 self.board.place_with(mv.dir(), lane, start, mv.tiles(), &mut self.cross, dist, &mut self.undo);
             self.plays.prefetch(&self.board, head.racks[0].tiles(), touched);
+            self.changed[ply] = touched;
         }
         mark
+    }
+
+    /// The worths of the lanes that the mover at `ply` had two plies up, if that node listed
+    /// its moves (see `worths`).
+    fn grand_worths(&self, ply: usize) -> Option<&[i32; LANES]> {
+        ply.checked_sub(2).and_then(|up| self.worths.get(up)).and_then(|w| w.as_ref())
     }
 
     /// Take back the moves made since the undo list stood at `mark`, if any were.
@@ -1113,7 +1164,7 @@ impl<'s> Search<'s> {
                 match self.step(&node, mv) {
                     Next::Over(_) => over = true,
                     Next::Go(head) => {
-                        self.make(mv, &head);
+                        self.make(mv, &head, 0);
                         node = head;
                     }
                 }
@@ -1143,7 +1194,7 @@ impl<'s> Search<'s> {
             let v = match self.step(root, &mv) {
                 Next::Over(v) => v,
                 Next::Go(head) => {
-                    let made = Some(self.make(&mv, &head));
+                    let made = Some(self.make(&mv, &head, 0));
                     let value = self.deepen(&head, max_depth.saturating_sub(1).max(1), false, &|_| {});
                     self.unmake(made);
                     match value {

@@ -62,6 +62,12 @@ pub(super) fn deep_estimate(m: &Move) -> i32 {
 impl Lane {
     /// No plays, at index 0.
     const EMPTY: Lane = Lane { start: 0, end: 0, used: 0, keep: NONE, out: NONE, lead: NONE };
+
+    /// The most any play here is worth (for a `CAPPED` slot, the bound); `i32::MIN` for none.
+    fn most(&self) -> i32 {
+        let worth = |(play, w): (u32, i32)| if play == u32::MAX { i32::MIN } else { w };
+        worth(self.keep).max(worth(self.out))
+    }
 }
 
 /// No play, in `Lane`'s (index, worth) pairs.
@@ -300,23 +306,24 @@ impl Plays {
         }
     }
 
-    /// Whether no move of `rack` on `board`, the pass (worth 0) included, is worth more than
-    /// `cap` (score plus the face value of the tiles played): if so, at most how much any is
-    /// worth. Lanes the memo
-    /// holds are read; the others are bounded by [`worth_bound`] instead of generated, and
-    /// their bounds kept in their slots (marked `CAPPED`, which the other calls take for
-    /// missing).
-    pub fn none_above(&mut self, ctx: Ctx, board: &Board, rack: &[u8], cap: i32) -> Option<i32> {
+    /// Whether no move of `rack` in the lanes `lanes` of `board`, the pass (worth 0) included,
+    /// is worth more than `cap` (score plus the face value of the tiles played): if so, at
+    /// most how much any is worth. Lanes the memo holds are read; the others are bounded by
+    /// [`worth_bound`] instead of generated, and their bounds kept in their slots (marked
+    /// `CAPPED`, which the other calls take for missing).
+    pub fn none_above(&mut self, ctx: Ctx, board: &Board, rack: &[u8], cap: i32, lanes: u32) -> Option<i32> {
         let slots = self.slots.as_mut().filter(|_| cap >= 0)?;
         let len = slots.len();
         let mut most = 0;
         let mut faces = None;
         for (bit, key) in slot_keys(board.lane_keys(), rack).into_iter().enumerate() {
+            if lanes & lane_bit(0, bit) == 0 {
+                continue;
+            }
             let at = slot(key, len);
             let (k, l) = slots[at];
             let worth = if k == key {
-                let worth = |(play, w): (u32, i32)| if play == u32::MAX { i32::MIN } else { w };
-                worth(l.keep).max(worth(l.out))
+                l.most()
             } else {
                 let faces = faces.get_or_insert_with(|| Faces::new(ctx, rack));
                 let bound = worth_bound(ctx, board, bit / DIM, bit % DIM, faces);
@@ -331,6 +338,18 @@ impl Plays {
             most = most.max(worth);
         }
         Some(most)
+    }
+
+    /// For each lane, the most a play of `rack` there is worth, or a bound on it, as far as
+    /// the memo knows (`i32::MAX` where it does not; `i32::MIN` for a lane without plays).
+    /// It bounds the plays of any part of `rack` in that lane for as long as the lane stays as
+    /// it is on `board`: they are plays of `rack` too.
+    pub fn lane_worths(&self, board: &Board, rack: &[u8]) -> [i32; LANES] {
+        let Some(slots) = &self.slots else { return [i32::MAX; LANES] };
+        slot_keys(board.lane_keys(), rack).map(|key| match slots[slot(key, slots.len())] {
+            (k, l) if k == key => l.most(),
+            _ => i32::MAX,
+        })
     }
 
     /// The rack tiles some play of `rack` on `board` uses (bit `t` for tile `t`), or at least
@@ -617,7 +636,7 @@ mod tests {
                 let mut memo = Plays::sized(1 << 14, 1 << 14);
                 let mut mg = Generator::new();
                 memo.fill(&mut mg, ctx, &board, &rack, 0);
-                match memo.none_above(ctx, &board, &rack, cap) {
+                match memo.none_above(ctx, &board, &rack, cap, ALL_LANES) {
                     Some(said) => {
                         assert!(best <= cap && best <= said && said <= cap, "{best} {said} {cap}");
                         said_some += 1;
@@ -633,9 +652,17 @@ mod tests {
                 at.sort_unstable();
                 at.dedup();
                 if at.len() == LANES {
-                    let exact = memo.none_above(ctx, &board, &rack, cap);
+                    let exact = memo.none_above(ctx, &board, &rack, cap, ALL_LANES);
                     assert_eq!(exact, (best <= cap).then_some(best), "rack {rack:?} cap {cap}");
+                    assert_eq!(memo.lane_worths(&board, &rack), most, "rack {rack:?}");
                     held += 1;
+                }
+                // Held or bounded, a lane's worth bounds every play of a part of the rack.
+                let worths = memo.lane_worths(&board, &rack);
+                for m in placements(&mut reference, ctx, &board, &rack[1..]) {
+                    let worth = m.score + m.rack_tiles().map(|t| dist.score(t)).sum::<i32>();
+                    let bit = m.dir as usize * DIM + m.lane as usize;
+                    assert!(worth <= worths[bit], "{m:?} worth {worth}, lane {bit} said {}", worths[bit]);
                 }
             }
         }
