@@ -461,8 +461,8 @@ struct Search<'s> {
     undo: Vec<Saved>,
     /// By ply: the lanes the move into the node searched there changed.
     changed: [u32; MAX_DEPTH as usize + 2],
-    /// By ply, at a node three plies above the horizon once its moves are listed: how much
-    /// its mover's plays are worth in each lane (`Plays::lane_worths`). Two plies down the
+    /// By ply, at a node three plies above the horizon: how much its mover's plays are worth
+    /// in each lane, as far as the memo knows (`Plays::lane_worths`). Two plies down the
     /// same mover holds part of that rack, and the lanes neither move between changed still
     /// bound its plays, with no look into the memo.
     worths: Vec<Option<[i32; LANES]>>,
@@ -802,7 +802,7 @@ impl<'s> Search<'s> {
             None => self.order(node, ply, None, &mut moves),
         }
         let mut listed = first.is_none();
-        self.note_worths(node, depth, ply, listed);
+        self.note_worths(node, depth, ply);
         let (mut best, mut best_fp, mut horizon) = (-INF, 0, false);
         let (mut i, mut ahead) = (0, None);
         loop {
@@ -812,7 +812,7 @@ impl<'s> Search<'s> {
                 }
                 self.order(node, ply, first, &mut moves);
                 listed = true;
-                self.note_worths(node, depth, ply, listed);
+                self.note_worths(node, depth, ply);
                 if i == moves.len() {
                     break;
                 }
@@ -879,11 +879,11 @@ impl<'s> Search<'s> {
         (best, horizon)
     }
 
-    /// At a node three plies above the horizon, what its mover's plays are worth in each lane
-    /// once they are listed (all lanes are in the memo then), for the frontier nodes two plies
-    /// down; until then, nothing.
-    fn note_worths(&mut self, node: &Node, depth: u8, ply: usize, listed: bool) {
-        self.worths[ply] = (depth == 3 && listed).then(|| self.plays.lane_worths(&self.board, node.racks[0].tiles()));
+    /// At a node three plies above the horizon, what its mover's plays are worth in each lane,
+    /// for the frontier nodes two plies down: noted once its first move is known (finding it
+    /// by `Plays::lead` put every lane in the memo) and again once its moves are listed.
+    fn note_worths(&mut self, node: &Node, depth: u8, ply: usize) {
+        self.worths[ply] = (depth == 3).then(|| self.plays.lane_worths(&self.board, node.racks[0].tiles()));
     }
 
     /// Store `node`'s searched value `best` (fail-soft, in the window `(alpha, beta)`) and its
@@ -956,9 +956,9 @@ impl<'s> Search<'s> {
         (value, horizon)
     }
 
-    /// `Plays::none_above` for the mover at frontier node `node`: where its grandparent listed
-    /// its moves, the lanes that neither move since changed are bounded by what they were
-    /// worth to it, and only the others are read.
+    /// `Plays::none_above` for the mover at frontier node `node`: the lanes that neither move
+    /// since its grandparent changed are bounded by what they were worth there, and only the
+    /// others are read.
     fn none_above(&mut self, node: &Node, ply: usize, cap: i32) -> Option<i32> {
         let (ctx, rack) = (self.sh.ctx, node.racks[0].tiles());
         let Some(worths) = self.grand_worths(ply) else {
@@ -1141,8 +1141,7 @@ impl<'s> Search<'s> {
         mark
     }
 
-    /// The worths of the lanes that the mover at `ply` had two plies up, if that node listed
-    /// its moves (see `worths`).
+    /// The worths of the lanes that the mover at `ply` had two plies up (see `worths`).
     fn grand_worths(&self, ply: usize) -> Option<&[i32; LANES]> {
         ply.checked_sub(2).and_then(|up| self.worths.get(up)).and_then(|w| w.as_ref())
     }
