@@ -985,7 +985,8 @@ impl Generator {
             0 => 0,
             _ => (start..=end).filter(|&p| self.word[p] & BLANK_BIT != 0).count(),
         };
-        match self.rack[0] as usize + spent {
+        let blanks = self.rack[0] as usize + spent;
+        match blanks {
             0 => return self.record(start, end, score, acc.used),
             1 => return self.one_blank_ways(start, end, score, acc),
             _ => {}
@@ -1004,16 +1005,9 @@ impl Generator {
                 k += 1;
             }
         }
-        let (real, blanks) = (self.rack_real, self.rack[0] as usize + spent);
-        self.blank_ways(
-            start,
-            end,
-            &squares[..k],
-            &costs[..k],
-            unblanked,
-            &real[..self.rack_len - self.full_rack[0] as usize],
-            blanks,
-        );
+        let real = self.rack_real;
+        let real = &real[..self.rack_len - self.full_rack[0] as usize];
+        self.blank_ways(start, end, &squares[..k], &costs[..k], unblanked, real, blanks);
         // The search goes on from the word as it was.
         for (&p, &tile) in squares[..k].iter().zip(&tiles) {
             self.word[p as usize] = tile;
