@@ -10,7 +10,6 @@ use crate::error::{DataError, Located};
 use crate::lexicon::Kwg;
 use crate::rng::mix;
 use crate::tiles::{Distribution, letter_of};
-use rustc_hash::FxHashMap;
 use std::path::Path;
 
 pub const DIM: usize = 15;
@@ -463,22 +462,27 @@ impl CrossSets for &Kwg {
 /// Cross-sets already found, by the letters either side of the square. A search that plays the
 /// same words beside the same words again and again (the endgame) walks the graph once for each.
 /// Squares with more than `MEMO_LETTERS` letters beside them, rare, walk it every time: the
-/// others' keys fit a `u64`, which halves the map's memory (its probes are cache misses).
+/// others' keys fit a `u64`. Direct-mapped, a slot per key: one probe, and a set that lost its
+/// slot is walked again, which costs less than a hash map's probe sequence on every hit.
 pub struct CrossMemo<'k> {
     kwg: &'k Kwg,
-    sets: FxHashMap<u64, u64>,
+    /// (key with `MEMO_USED` set, cross-set); key 0 marks an empty slot.
+    sets: Box<[(u64, u64)]>,
 }
 
 /// The most letters beside a square whose cross-set the memo holds: both lengths in four bits
-/// each, then six bits a letter.
+/// each, then six bits a letter (62 bits in all).
 const MEMO_LETTERS: usize = 9;
 
-/// Cross-sets held before a memo starts afresh.
-const MEMO_SETS: usize = 1 << 20;
+/// Marks a memo key as used, so that no key is 0.
+const MEMO_USED: u64 = 1 << 63;
+
+/// The memo's slots (a power of two): an endgame meets some thousands of cross-sets.
+const MEMO_SLOTS: usize = 1 << 14;
 
 impl<'k> CrossMemo<'k> {
     pub fn new(kwg: &'k Kwg) -> Self {
-        Self { kwg, sets: FxHashMap::default() }
+        Self { kwg, sets: vec![(0, 0); MEMO_SLOTS].into_boxed_slice() }
     }
 }
 
@@ -490,16 +494,13 @@ impl CrossSets for CrossMemo<'_> {
         let key = prefix
             .iter()
             .chain(suffix)
-            .fold((prefix.len() as u64) << 4 | suffix.len() as u64, |k, &t| k << 6 | letter_of(t) as u64);
-        if let Some(&set) = self.sets.get(&key) {
-            return set;
+            .fold((prefix.len() as u64) << 4 | suffix.len() as u64, |k, &t| k << 6 | letter_of(t) as u64)
+            | MEMO_USED;
+        let slot = &mut self.sets[(mix(key) >> (64 - MEMO_SLOTS.trailing_zeros())) as usize];
+        if slot.0 != key {
+            *slot = (key, cross_set(self.kwg, prefix, suffix));
         }
-        if self.sets.len() >= MEMO_SETS {
-            self.sets.clear();
-        }
-        let set = cross_set(self.kwg, prefix, suffix);
-        self.sets.insert(key, set);
-        set
+        slot.1
     }
 }
 
@@ -531,4 +532,35 @@ fn cross_set(kwg: &Kwg, prefix: &[u8], suffix: &[u8]) -> u64 {
         }
     }
     set
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The memo answers as the graph does, key after key, for more keys than it has slots:
+    /// sets that lost their slot to another key are walked again, never mistaken.
+    #[test]
+    fn the_cross_memo_agrees_with_the_graph_through_evictions() {
+        let words: Vec<Vec<u8>> = (0..216u8)
+            .map(|n| vec![n / 36 + 1, n / 6 % 6 + 1, n % 6 + 1])
+            .filter(|w| (w[0] + 2 * w[1] + w[2]) % 3 != 0)
+            .collect();
+        let kwg = Kwg::build(&words).unwrap();
+        let mut memo = CrossMemo::new(&kwg);
+        let sides: Vec<Vec<u8>> = (0..=3u32)
+            .flat_map(|len| {
+                (0..6usize.pow(len)).map(move |n| (0..len).map(|i| (n / 6usize.pow(i) % 6) as u8 + 1).collect())
+            })
+            .collect();
+        let pairs: Vec<_> = sides.iter().flat_map(|p| sides.iter().map(move |s| (p, s))).collect();
+        assert!(pairs.len() > 2 * MEMO_SLOTS);
+        let mut nonempty = 0;
+        for (prefix, suffix) in pairs.iter().chain(pairs.iter().rev()).filter(|(p, s)| p.len() + s.len() > 0) {
+            let set = memo.cross_set(prefix, suffix);
+            assert_eq!(set, cross_set(&kwg, prefix, suffix), "{prefix:?} _ {suffix:?}");
+            nonempty += (set != 0) as usize;
+        }
+        assert!(nonempty > 100, "some squares admit letters ({nonempty})");
+    }
 }
