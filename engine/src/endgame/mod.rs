@@ -4,7 +4,9 @@
 //! - Iterative deepening; each depth is searched with an aspiration window around the last
 //!   value, and the table's best move is tried first, so the previous depth orders the next.
 //! - Move ordering: going out first (score + twice the opponent's rack), then by score, with
-//!   more tiles favoured below the first two plies.
+//!   more tiles favoured below the first two plies. A cut node two plies above the horizon
+//!   without a table move tries a killer first (a placement that refuted a recent node at its
+//!   ply, where it is still legal and scores the same), found without listing a lane.
 //! - A transposition table ([`tt::Table`]) keyed by Zobrist hashes stores values *without* the
 //!   spread at the node, so a position reached with different scores shares its entry.
 //! - A search that never met the depth horizon is exact; entries from such searches are marked
@@ -185,6 +187,28 @@ impl Rack {
     fn count(&self, t: u8) -> usize {
         self.tiles().iter().filter(|&&x| x == t).count()
     }
+    /// Whether the rack holds every tile `mv` plays from a rack.
+    fn holds(&self, mv: &Move) -> bool {
+        let mut left = *self;
+        mv.rack_tiles().all(|t| match left.tiles().iter().position(|&x| x == t) {
+            Some(i) => {
+                left.tiles[i] = left.tiles[left.len as usize - 1];
+                left.len -= 1;
+                true
+            }
+            None => false,
+        })
+    }
+}
+
+/// A placement that refuted a node at some ply, and the key its lane had there: tried first at
+/// the next node of that ply whose lane is the same and whose mover holds its tiles, where it
+/// is legal and scores the same. Siblings differ in a few lanes only, and one reply refutes
+/// most of them: the reply is found without listing any lane's plays.
+#[derive(Clone, Copy)]
+struct Killer {
+    mv: Move,
+    lane_key: u64,
 }
 
 /// A position of the search but its board, which the searching thread keeps (`Search::board`,
@@ -468,6 +492,9 @@ struct Search<'s> {
     /// same mover holds part of that rack, and the lanes neither move between changed still
     /// bound its plays, with no look into the memo.
     worths: Vec<Option<[i32; LANES]>>,
+    /// By ply: the last two placements that refuted a node there two plies above the horizon,
+    /// latest first.
+    killers: Vec<[Option<Killer>; 2]>,
 }
 
 impl<'s> Search<'s> {
@@ -488,6 +515,7 @@ impl<'s> Search<'s> {
             undo: Vec::new(),
             changed: [0; MAX_DEPTH as usize + 2],
             worths: Vec::new(),
+            killers: Vec::new(),
         }
     }
 
@@ -757,6 +785,7 @@ impl<'s> Search<'s> {
             self.pv.resize_with(ply + 2, Vec::new);
             self.moves.resize_with(ply + 2, Vec::new);
             self.worths.resize(ply + 2, None);
+            self.killers.resize(ply + 2, [None; 2]);
         }
         self.pv[ply].clear();
         self.count_node();
@@ -804,8 +833,15 @@ impl<'s> Search<'s> {
         let mut moves = std::mem::take(&mut self.moves[ply]);
         moves.clear();
         // The table's move first, found in its lane alone, or failing that the move `order`
-        // would put first: it usually cuts, and then the other moves are never listed.
-        let first = self.table_move(node, tt_move).or_else(|| {
+        // would put first: it usually cuts, and then the other moves are never listed. A cut
+        // node whose children are frontier nodes tries a killer before the lead: where it fails
+        // only a frontier node is lost, and where it cuts no lane is looked at. Higher up, a
+        // worse first move than the lead costs a subtree.
+        let table_move = self.table_move(node, tt_move);
+        let killer = (table_move.is_none() && ply >= 2 && depth == 2 && !pv_node && !expect_all)
+            .then(|| self.killer(node, ply))
+            .flatten();
+        let first = table_move.or(killer).or_else(|| {
             (ply >= 2).then(|| self.plays.lead(&mut self.mg, self.sh.ctx, &self.board, node.racks[0].tiles()))
         });
         match first {
@@ -878,6 +914,14 @@ impl<'s> Search<'s> {
                     head[ply].push(mv);
                     head[ply].extend_from_slice(&tail[0]);
                     if v >= beta {
+                        if depth == 2 && mv.kind == Kind::Place {
+                            let lane_key = self.board.lane_key(mv.dir(), mv.lane as usize);
+                            let k = &mut self.killers[ply];
+                            if k[0].is_some_and(|k| k.mv != mv) {
+                                k[1] = k[0];
+                            }
+                            k[0] = Some(Killer { mv, lane_key });
+                        }
                         break;
                     }
                 }
@@ -886,6 +930,9 @@ impl<'s> Search<'s> {
         }
         self.moves[ply] = moves;
         self.worths[ply] = None;
+        // A killer that refuted is not the table's move: at the next depth the node is no
+        // longer next to the horizon, where the lead orders better.
+        let best_fp = if killer.is_some_and(|k| fingerprint(&k) == best_fp) { 0 } else { best_fp };
         self.store(node, depth, (alpha0, beta), best, horizon, best_fp);
         (best, horizon)
     }
@@ -1070,6 +1117,15 @@ impl<'s> Search<'s> {
             }
         }
         if best_end.0 >= beta { (best_end.0, best_end.1, false) } else { (best.0, best.1, horizon) }
+    }
+
+    /// The killer at `ply`, if it is a move of `node`'s mover here.
+    fn killer(&self, node: &Node, ply: usize) -> Option<Move> {
+        self.killers[ply]
+            .iter()
+            .flatten()
+            .find(|k| self.board.lane_key(k.mv.dir(), k.mv.lane as usize) == k.lane_key && node.racks[0].holds(&k.mv))
+            .map(|k| k.mv)
     }
 
     /// The mover's move whose fingerprint the table holds (`fp`, 0 for none), found in its
