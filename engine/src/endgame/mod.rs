@@ -211,6 +211,15 @@ struct Killer {
     lane_key: u64,
 }
 
+impl Killer {
+    /// The killer, if `rack` may play it on `board`: its lane is as it was, and the rack holds
+    /// its tiles.
+    fn fits(&self, board: &Board, rack: &Rack) -> Option<Move> {
+        (board.lane_key(self.mv.dir(), self.mv.lane as usize) == self.lane_key && rack.holds(&self.mv))
+            .then_some(self.mv)
+    }
+}
+
 /// A position of the search but its board, which the searching thread keeps (`Search::board`,
 /// made and unmade move by move): everything else that decides the rest of the game, plus the
 /// spread so far (kept out of the hash).
@@ -1121,11 +1130,7 @@ impl<'s> Search<'s> {
 
     /// The killer at `ply`, if it is a move of `node`'s mover here.
     fn killer(&self, node: &Node, ply: usize) -> Option<Move> {
-        self.killers[ply]
-            .iter()
-            .flatten()
-            .find(|k| self.board.lane_key(k.mv.dir(), k.mv.lane as usize) == k.lane_key && node.racks[0].holds(&k.mv))
-            .map(|k| k.mv)
+        self.killers[ply].iter().flatten().find_map(|k| k.fits(&self.board, &node.racks[0]))
     }
 
     /// The mover's move whose fingerprint the table holds (`fp`, 0 for none), found in its
@@ -1278,5 +1283,73 @@ impl<'s> Search<'s> {
         }
         out.sort_by_key(|e| std::cmp::Reverse(e.1));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::board::Layout;
+    use crate::leaves::RackLeaves;
+    use crate::lexicon::Kwg;
+    use crate::movegen::{Mode, Request};
+    use crate::tiles::Distribution;
+
+    /// A killer that fits a later board and rack is one of that rack's moves there, with the
+    /// same score: on random boards, after random moves, with random racks.
+    #[test]
+    fn a_killer_that_fits_is_a_move_with_the_same_score() {
+        let words = [
+            "AT", "TA", "AS", "IS", "IT", "TI", "AI", "RE", "ER", "ES", "TE", "EAT", "TEA", "ATE", "SEA", "SAT", "SIT",
+            "TIE", "RAT", "ART", "TAR", "STAR", "RATE", "TEAR", "SEAT", "EAST", "REST", "STIR", "RISE", "TIRE", "ARTS",
+            "RATS", "STAIR", "TEARS", "RATES", "STARE", "IRATE", "TASTE", "TREAT",
+        ];
+        let codes = |w: &str| w.bytes().map(|b| b - b'A' + 1).collect::<Vec<u8>>();
+        let kwg = Kwg::build(&words.iter().map(|w| codes(w)).collect::<Vec<_>>()).unwrap();
+        let (dist, layout) = (Distribution::english(), Layout::standard());
+        let ctx = Ctx { kwg: &kwg, dist: &dist, layout: &layout };
+        let letters = codes("AEIRST");
+        let mut rng = Rng::new(18);
+        let mut mg = Generator::new();
+        let mut moves = |board: &Board, rack: &[u8]| {
+            let leaves = RackLeaves::new(rack, |_| 0);
+            let req = Request { board, rack, leaves: &leaves, can_exchange: false, opening_vowel_penalty: 0 };
+            mg.generate(ctx, &req, Mode::All).iter().filter(|m| m.kind == Kind::Place).copied().collect::<Vec<_>>()
+        };
+        let rack_of = |rng: &mut Rng| {
+            let tiles: Vec<u8> =
+                (0..1 + rng.below(7)).map(|_| [0, 1, 5, 9, 18, 19, 20][rng.below(7) as usize]).collect();
+            let mut rack = Rack { tiles: [0; RACK_SIZE], len: tiles.len() as u8, value: 0 };
+            rack.tiles[..tiles.len()].copy_from_slice(&tiles);
+            rack
+        };
+        let (mut fitted, mut unfit) = (0, 0);
+        for _ in 0..60 {
+            let mut board = Board::new();
+            for _ in 0..6 + rng.below(20) {
+                let (row, col) = (4 + rng.below(7) as usize, 4 + rng.below(7) as usize);
+                board.set(row, col, letters[rng.below(6) as usize]);
+            }
+            board.recompute_all(&kwg, &dist);
+            let rack = rack_of(&mut rng);
+            let refutations = moves(&board, rack.tiles());
+            let Some(&mv) = refutations.get(rng.below(refutations.len().max(1) as u64) as usize) else { continue };
+            let killer = Killer { mv, lane_key: board.lane_key(mv.dir(), mv.lane as usize) };
+            // A sibling: the board after another move, and another rack.
+            let other = rack_of(&mut rng);
+            let Some(&played) = moves(&board, other.tiles()).first() else { continue };
+            let tiles = &played.tiles[played.start as usize..(played.start + played.len) as usize];
+            board.place(played.dir(), played.lane as usize, played.start as usize, tiles, &kwg, &dist);
+            for later in [rack, rack_of(&mut rng)] {
+                match killer.fits(&board, &later) {
+                    Some(m) => {
+                        assert!(moves(&board, later.tiles()).contains(&m), "{m:?} is a move of {:?}", later.tiles());
+                        fitted += 1;
+                    }
+                    None => unfit += 1,
+                }
+            }
+        }
+        assert!(fitted > 20 && unfit > 20, "fitted {fitted}, unfit {unfit}");
     }
 }
