@@ -187,17 +187,17 @@ impl Rack {
     fn count(&self, t: u8) -> usize {
         self.tiles().iter().filter(|&&x| x == t).count()
     }
+    /// Take one tile `t` off the rack (its face value stays counted); whether it held one.
+    fn take(&mut self, t: u8) -> bool {
+        let Some(i) = self.tiles().iter().position(|&x| x == t) else { return false };
+        self.tiles[i] = self.tiles[self.len as usize - 1];
+        self.len -= 1;
+        true
+    }
     /// Whether the rack holds every tile `mv` plays from a rack.
     fn holds(&self, mv: &Move) -> bool {
         let mut left = *self;
-        mv.rack_tiles().all(|t| match left.tiles().iter().position(|&x| x == t) {
-            Some(i) => {
-                left.tiles[i] = left.tiles[left.len as usize - 1];
-                left.len -= 1;
-                true
-            }
-            None => false,
-        })
+        mv.rack_tiles().all(|t| left.take(t))
     }
 }
 
@@ -1176,9 +1176,7 @@ impl<'s> Search<'s> {
             // Racks are hashed by player number, not by mover.
             let p = node.mover;
             hash ^= keys.rack[p][t as usize][c] ^ keys.rack[p][t as usize][c - 1];
-            let i = rack.tiles().iter().position(|&x| x == t).expect("move tiles are on the rack");
-            rack.tiles[i] = rack.tiles[rack.len as usize - 1];
-            rack.len -= 1;
+            assert!(rack.take(t), "move tiles are on the rack");
             rack.value -= self.sh.ctx.dist.score(t);
         }
         let score = mv.score;
