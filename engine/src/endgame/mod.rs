@@ -1335,7 +1335,8 @@ mod tests {
             let killer = Killer { mv, lane_key: board.lane_key(mv.dir(), mv.lane as usize) };
             // A sibling: the board after another move, and another rack.
             let other = rack_of(&mut rng);
-            let Some(&played) = moves(&board, other.tiles()).first() else { continue };
+            let replies = moves(&board, other.tiles());
+            let Some(&played) = replies.get(rng.below(replies.len().max(1) as u64) as usize) else { continue };
             let tiles = &played.tiles[played.start as usize..(played.start + played.len) as usize];
             board.place(played.dir(), played.lane as usize, played.start as usize, tiles, &kwg, &dist);
             for later in [rack, rack_of(&mut rng)] {
