@@ -80,6 +80,35 @@ fn better(best: &mut (u32, i32), at: u32, worth: i32) {
     }
 }
 
+/// The first best play of several lanes by a value, as a scan of the lanes in bit order would
+/// find it, whatever order the lanes are offered in: (value, lane bit, index in `plays`).
+#[derive(Clone, Copy, Default)]
+struct FirstBest(Option<(i32, usize, u32)>);
+
+impl FirstBest {
+    /// Offer lane `bit`'s first best (`(u32::MAX, _)`: none) at `value`.
+    fn offer(&mut self, bit: usize, (at, _): (u32, i32), value: i32) {
+        if at != u32::MAX && self.0.is_none_or(|(v, b, _)| value > v || (value == v && bit < b)) {
+            self.0 = Some((value, bit, at));
+        }
+    }
+
+    fn at(&self) -> Option<usize> {
+        self.0.map(|(_, _, at)| at as usize)
+    }
+}
+
+/// The bits set in `lanes`, lowest first.
+fn bits(mut lanes: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (lanes != 0).then(|| {
+            let bit = lanes.trailing_zeros() as usize;
+            lanes &= lanes - 1;
+            bit
+        })
+    })
+}
+
 /// The best plays of a frontier node by worth (score plus the face value of the tiles played,
 /// plus a bonus for going out), each the first best in `Plays::all`'s order: of the moves that
 /// keep a tile (the pass, worth 0, when no placement does), and of those going out; and the
@@ -268,42 +297,31 @@ impl Plays {
         out_bonus: i32,
         wanted: u32,
     ) -> Best {
-        self.fill(mg, ctx, board, rack, wanted);
-        let (mut keep, mut out, mut used) = (NONE, NONE, 0);
-        for l in (0..LANES).filter(|&bit| wanted & lane_bit(0, bit) != 0).map(|bit| &self.lanes[bit]) {
-            if l.keep.0 != u32::MAX {
-                better(&mut keep, l.keep.0, l.keep.1);
-            }
-            if l.out.0 != u32::MAX {
-                better(&mut out, l.out.0, l.out.1 + out_bonus);
-            }
+        let (mut keep, mut out, mut used) = (FirstBest::default(), FirstBest::default(), 0);
+        self.each_lane(mg, ctx, board, rack, wanted, |bit, l| {
+            keep.offer(bit, l.keep, l.keep.1);
+            out.offer(bit, l.out, l.out.1 + out_bonus);
             used |= l.used;
-        }
+        });
         // The pass (worth 0) comes last: it is best only when nothing else is better.
-        let keep =
-            if keep.0 == u32::MAX || keep.1 < 0 { (Move::PASS, 0) } else { (self.plays[keep.0 as usize], keep.1) };
-        Best { keep, out: (out.0 != u32::MAX).then(|| (self.plays[out.0 as usize], out.1)), used }
+        let keep = match keep.0 {
+            Some((worth, _, at)) if worth >= 0 => (self.plays[at as usize], worth),
+            _ => (Move::PASS, 0),
+        };
+        Best { keep, out: out.0.map(|(worth, _, at)| (self.plays[at as usize], worth)), used }
     }
 
     /// The first move of `rack` on `board` in the search's order below its first two plies
     /// (going out, by score; then by `deep_estimate`; the pass last), without listing the
     /// moves: at a cut node it is nearly always the only move searched.
     pub fn lead(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, rack: &[u8]) -> Move {
-        self.fill(mg, ctx, board, rack, ALL_LANES);
-        let (mut out, mut lead) = (NONE, NONE);
-        for l in &self.lanes {
+        let (mut out, mut lead) = (FirstBest::default(), FirstBest::default());
+        self.each_lane(mg, ctx, board, rack, ALL_LANES, |bit, l| {
             // Every play going out plays the same tiles: by worth is by score.
-            if l.out.0 != u32::MAX {
-                better(&mut out, l.out.0, l.out.1);
-            }
-            if l.lead.0 != u32::MAX {
-                better(&mut lead, l.lead.0, l.lead.1);
-            }
-        }
-        match if out.0 != u32::MAX { out.0 } else { lead.0 } {
-            u32::MAX => Move::PASS,
-            at => self.plays[at as usize],
-        }
+            out.offer(bit, l.out, l.out.1);
+            lead.offer(bit, l.lead, l.lead.1);
+        });
+        out.at().or(lead.at()).map_or(Move::PASS, |at| self.plays[at])
     }
 
     /// Whether no move of `rack` in the lanes `lanes` of `board`, the pass (worth 0) included,
@@ -404,6 +422,51 @@ impl Plays {
     /// Puts the plays of each lane in `wanted` in `self.lanes`, generating the (lane, rack)
     /// pairs not seen before.
     fn fill(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, rack: &[u8], wanted: u32) {
+        self.make_room();
+        let keys = slot_keys(board.lane_keys(), rack);
+        let mut missing = 0u32;
+        for bit in bits(wanted) {
+            match self.cached(keys[bit]) {
+                Some(l) => self.lanes[bit] = l,
+                None => missing |= lane_bit(0, bit),
+            }
+        }
+        self.generate(mg, ctx, board, rack, missing, &keys);
+    }
+
+    /// Calls `each` with every lane in `wanted` and its plays: read where the memo holds them
+    /// (in no particular order), generated where not.
+    fn each_lane(
+        &mut self,
+        mg: &mut Generator,
+        ctx: Ctx,
+        board: &Board,
+        rack: &[u8],
+        wanted: u32,
+        mut each: impl FnMut(usize, &Lane),
+    ) {
+        self.make_room();
+        let slots = self.slots.as_ref().expect("made room");
+        let (lane_keys, rack_key) = (board.lane_keys(), mix(rack_key(rack)));
+        let mut missing = 0u32;
+        for bit in bits(wanted) {
+            let key = (lane_keys[bit] ^ rack_key) | 1;
+            match &slots[slot(key, slots.len())] {
+                (k, l) if *k == key && l.start != CAPPED => each(bit, l),
+                _ => missing |= lane_bit(0, bit),
+            }
+        }
+        if missing != 0 {
+            self.generate(mg, ctx, board, rack, missing, &slot_keys(lane_keys, rack));
+            for bit in bits(missing) {
+                each(bit, &self.lanes[bit]);
+            }
+        }
+    }
+
+    /// Makes the index on first use; doubles it, or at its largest empties the memo, once
+    /// the plays outgrow it. Plays are only ever cleared here, before a call reads any lane.
+    fn make_room(&mut self) {
         match &mut self.slots {
             None => {
                 // SAFETY: all-zero is a valid (key, lane): integers, and key 0 marks it empty.
@@ -426,14 +489,19 @@ impl Plays {
             }
             Some(_) => {}
         }
-        let keys = slot_keys(board.lane_keys(), rack);
-        let mut missing = 0u32;
-        for (bit, &key) in keys.iter().enumerate().filter(|&(b, _)| wanted & lane_bit(0, b) != 0) {
-            match self.cached(key) {
-                Some(l) => self.lanes[bit] = l,
-                None => missing |= lane_bit(0, bit),
-            }
-        }
+    }
+
+    /// Generates the plays of the lanes `missing` (under their memo keys `keys`), puts them in
+    /// `self.lanes` and the memo.
+    fn generate(
+        &mut self,
+        mg: &mut Generator,
+        ctx: Ctx,
+        board: &Board,
+        rack: &[u8],
+        missing: u32,
+        keys: &[u64; LANES],
+    ) {
         if missing == 0 {
             return;
         }
