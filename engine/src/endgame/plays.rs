@@ -120,8 +120,10 @@ pub(super) struct Best {
 }
 
 /// `Lane::start` of a memo slot that holds no plays, only a bound on their worth (see
-/// [`Plays::none_above`]).
+/// [`Plays::none_above`]); its `Lane::end` is `QUICK` where the bound is [`quick_bound`]'s,
+/// `CAPPED` where it is [`worth_bound`]'s.
 const CAPPED: u32 = u32::MAX;
+const QUICK: u32 = CAPPED - 1;
 
 /// An upper bound on the worth (score plus the face value of the tiles played) of every play
 /// of `rack` along (`dir`, `lane`) of `board`; `i32::MIN` when the lane has no place for one.
@@ -172,6 +174,35 @@ fn worth_bound(ctx: Ctx, board: &Board, dir: usize, lane: usize, rack: &Faces) -
         }
     }
     best
+}
+
+/// A looser bound than [`worth_bound`] on the worth of every play of `rack` along (`dir`,
+/// `lane`), in one pass over the lane's squares and no look at its windows: every board tile
+/// of the lane in the main word, all the rack's faces on the lane's best letter premium, every
+/// empty square's word premium at once, and a cross-word at every square that would make one,
+/// each with the rack's best face. Where even this is under the cap, the windows need not be
+/// looked at.
+fn quick_bound(ctx: Ctx, board: &Board, dir: usize, lane: usize, rack: &Faces) -> i32 {
+    let (tiles, cross_score) = (board.lane_tiles(dir, lane), board.lane_cross_score(dir, lane));
+    let squares = lane * DIM..lane * DIM + DIM;
+    let (lm, wm) = (&ctx.layout.letter_mult[dir][squares.clone()], &ctx.layout.word_mult[dir][squares]);
+    let faces = &rack.faces[..rack.len];
+    let (top, total) = (faces.first().copied().unwrap_or(0), faces.iter().sum::<i32>());
+    let (mut existing, mut letter_mult, mut word_mult, mut crosses) = (0, 1, 1, 0);
+    for p in 0..DIM {
+        if tiles[p] != 0 {
+            existing += ctx.dist.score(tiles[p]);
+            continue;
+        }
+        let (l, w) = (lm[p] as i32, wm[p] as i32);
+        letter_mult = letter_mult.max(l);
+        word_mult *= w;
+        if cross_score[p] >= 0 {
+            crosses += (cross_score[p] as i32 + top * l) * w;
+        }
+    }
+    let bingo = if rack.len == RACK_SIZE { BINGO_BONUS } else { 0 };
+    (existing + total * letter_mult) * word_mult + crosses + bingo + total
 }
 
 /// A rack as `worth_bound` sees it: its tiles' face values, best first, and the best face of
@@ -227,10 +258,16 @@ fn slot(key: u64, len: usize) -> usize {
     (key >> 1) as usize & (len - 1)
 }
 
-/// The memo's keys of each lane (its `Board::lane_key`) with `rack`: never 0.
+/// The memo's key of a lane (its `Board::lane_key`) with a rack (`mix(rack_key(rack))`):
+/// never 0.
+fn slot_key(lane_key: u64, rack: u64) -> u64 {
+    (lane_key ^ rack) | 1
+}
+
+/// The memo's keys of each lane with `rack`.
 fn slot_keys(lane_keys: &[u64; LANES], rack: &[u8]) -> [u64; LANES] {
-    let rack_key = mix(rack_key(rack));
-    lane_keys.map(|k| (k ^ rack_key) | 1)
+    let rack = mix(rack_key(rack));
+    lane_keys.map(|k| slot_key(k, rack))
 }
 
 pub(super) struct Plays {
@@ -334,21 +371,26 @@ impl Plays {
         let len = slots.len();
         let mut most = 0;
         let mut faces = None;
-        for (bit, key) in slot_keys(board.lane_keys(), rack).into_iter().enumerate() {
-            if lanes & lane_bit(0, bit) == 0 {
-                continue;
-            }
+        let (lane_keys, rack_key) = (board.lane_keys(), mix(rack_key(rack)));
+        for bit in bits(lanes) {
+            let key = slot_key(lane_keys[bit], rack_key);
             let at = slot(key, len);
-            let (k, l) = slots[at];
-            let worth = if k == key {
-                l.most()
-            } else {
-                let faces = faces.get_or_insert_with(|| Faces::new(ctx, rack));
-                let bound = worth_bound(ctx, board, bit / DIM, bit % DIM, faces);
-                // Memoised as a lane whose one play is worth the bound: `none_above` reads it
-                // as such, the other calls as missing.
-                slots[at] = (key, Lane { start: CAPPED, end: CAPPED, keep: (0, bound), ..Lane::EMPTY });
-                bound
+            let worth = match slots[at] {
+                // A quick bound over this cap may yet be cut to the window's bound.
+                (k, l) if k == key && !(l.end == QUICK && l.most() > cap) => l.most(),
+                (k, _) => {
+                    let faces = faces.get_or_insert_with(|| Faces::new(ctx, rack));
+                    let quick = if k == key { i32::MAX } else { quick_bound(ctx, board, bit / DIM, bit % DIM, faces) };
+                    let (bound, end) = if quick <= cap {
+                        (quick, QUICK)
+                    } else {
+                        (worth_bound(ctx, board, bit / DIM, bit % DIM, faces), CAPPED)
+                    };
+                    // Memoised as a lane whose one play is worth the bound: `none_above` reads
+                    // it as such, the other calls as missing.
+                    slots[at] = (key, Lane { start: CAPPED, end, keep: (0, bound), ..Lane::EMPTY });
+                    bound
+                }
             };
             if worth > cap {
                 return None;
@@ -408,8 +450,8 @@ impl Plays {
         let keys = board.lane_keys();
         let Some(slots) = &self.slots else { return };
         let rack_key = mix(rack_key(rack));
-        for bit in (0..LANES).filter(|&b| lanes & lane_bit(0, b) != 0) {
-            crate::memory::prefetch(&slots[slot((keys[bit] ^ rack_key) | 1, slots.len())]);
+        for bit in bits(lanes) {
+            crate::memory::prefetch(&slots[slot(slot_key(keys[bit], rack_key), slots.len())]);
         }
     }
 
@@ -450,7 +492,7 @@ impl Plays {
         let (lane_keys, rack_key) = (board.lane_keys(), mix(rack_key(rack)));
         let mut missing = 0u32;
         for bit in bits(wanted) {
-            let key = (lane_keys[bit] ^ rack_key) | 1;
+            let key = slot_key(lane_keys[bit], rack_key);
             match &slots[slot(key, slots.len())] {
                 (k, l) if *k == key && l.start != CAPPED => each(bit, l),
                 _ => missing |= lane_bit(0, bit),
@@ -694,6 +736,8 @@ mod tests {
                 for (bit, &most) in most.iter().enumerate() {
                     let bound = worth_bound(ctx, &board, bit / DIM, bit % DIM, &faces);
                     assert!(bound >= most, "lane {bit}: a play worth {most}, bound {bound}, rack {rack:?}");
+                    let quick = quick_bound(ctx, &board, bit / DIM, bit % DIM, &faces);
+                    assert!(quick >= bound, "lane {bit}: bound {bound}, quick bound {quick}, rack {rack:?}");
                     lanes_with_plays += (most > i32::MIN) as usize;
                     tight += (most > i32::MIN && bound == most) as usize;
                 }
