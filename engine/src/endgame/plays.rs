@@ -363,9 +363,11 @@ impl Plays {
 
     /// Whether no move of `rack` in the lanes `lanes` of `board`, the pass (worth 0) included,
     /// is worth more than `cap` (score plus the face value of the tiles played): if so, at
-    /// most how much any is worth. Lanes the memo holds are read; the others are bounded by
-    /// [`worth_bound`] instead of generated, and their bounds kept in their slots (marked
-    /// `CAPPED`, which the other calls take for missing).
+    /// most how much any is worth. Lanes the memo holds are read; the others are bounded
+    /// instead of generated, by [`quick_bound`] or, where that is over the cap, by
+    /// [`worth_bound`], and their bounds kept in their slots (marked `CAPPED`, which the other
+    /// calls take for missing). A quick bound read back over a later, lower cap is replaced by
+    /// the windows' bound.
     pub fn none_above(&mut self, ctx: Ctx, board: &Board, rack: &[u8], cap: i32, lanes: u32) -> Option<i32> {
         let slots = self.slots.as_mut().filter(|_| cap >= 0)?;
         let len = slots.len();
