@@ -378,8 +378,8 @@ impl Plays {
             let key = slot_key(lane_keys[bit], rack_key);
             let at = slot(key, len);
             let worth = match slots[at] {
-                // A quick bound over this cap may yet be cut to the window's bound.
-                (k, l) if k == key && !(l.end == QUICK && l.most() > cap) => l.most(),
+                // A quick bound over this cap may yet be cut to the windows' bound.
+                (k, l) if k == key && !(l.start == CAPPED && l.end == QUICK && l.most() > cap) => l.most(),
                 (k, _) => {
                     let faces = faces.get_or_insert_with(|| Faces::new(ctx, rack));
                     let quick = if k == key { i32::MAX } else { quick_bound(ctx, board, bit / DIM, bit % DIM, faces) };
