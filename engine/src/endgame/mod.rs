@@ -1337,8 +1337,7 @@ mod tests {
             let other = rack_of(&mut rng);
             let replies = moves(&board, other.tiles());
             let Some(&played) = replies.get(rng.below(replies.len().max(1) as u64) as usize) else { continue };
-            let tiles = &played.tiles[played.start as usize..(played.start + played.len) as usize];
-            board.place(played.dir(), played.lane as usize, played.start as usize, tiles, &kwg, &dist);
+            board.place(played.dir(), played.lane as usize, played.start as usize, played.tiles(), &kwg, &dist);
             for later in [rack, rack_of(&mut rng)] {
                 match killer.fits(&board, &later) {
                     Some(m) => {
