@@ -61,12 +61,17 @@ done
 # iterations a candidate, opponent rack random, one thread, no early stop; each engine's own
 # report of the simulation's time (load and set-up excluded). MAGPIE's iteration count is its
 # own (it reports the rollouts it made; SIM_ITERS x 6 gives the same number as lexhive's).
+# SIM_ROUNDS passes over the positions (ROUNDS unless set; SIM_ROUNDS alone with ROUNDS=0 runs
+# only the rollouts), each with both engines' totals.
 SIM_POSITIONS=${SIM_POSITIONS:-5}
 SIM_ITERS=${SIM_ITERS:-500}
 # The opponent's rack is left out of the positions: both engines draw it at random.
 "$W" endgame-set --count "$SIM_POSITIONS" --bag 40 --seed 3 | awk '{sub(/\/.*/, "/", $2); print}' >"$T.cgp"
 rm -f "$MAGPIE/settings.txt" # MAGPIE keeps the last session's settings there
+for r in $(seq "${SIM_ROUNDS:-$ROUNDS}"); do
 i=0
+ours_total=0
+theirs_total=0
 while read -r cgp <&3; do
   i=$((i + 1))
   ours=$("$W" sim --cgp "$cgp" --plies 2 --candidates 15 --iterations "$SIM_ITERS" --threads 1 | sed -n 's/.*Time: \([0-9.]*\)s.*/\1/p')
@@ -83,6 +88,11 @@ while read -r cgp <&3; do
     printf 'sim -\n'
   } | bin/magpie | sed -n 's/.*Time: *\([0-9.]*\) seconds.*/\1/p;s/.*Iters: *\([0-9]*\).*/iters \1/p' | tr '\n' ' ')
   rm -f "$MAGPIE/settings.txt"
-  echo "position $i: lexhive $((SIM_ITERS * 15)) rollouts in ${ours} s; MAGPIE ${theirs}(s)"
+  echo "round $r position $i: lexhive $((SIM_ITERS * 15)) rollouts in ${ours} s; MAGPIE ${theirs}(s)"
+  read -r _ _ their_secs <<<"$theirs"
+  ours_total=$(echo "$ours_total + $ours" | bc)
+  theirs_total=$(echo "$theirs_total + ${their_secs:-0}" | bc)
 done 3<"$T.cgp"
+echo "round $r rollouts: lexhive $ours_total s, MAGPIE $theirs_total s ($i positions)"
+done
 rm -f "$T.cgp"
