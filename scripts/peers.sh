@@ -69,30 +69,30 @@ SIM_ITERS=${SIM_ITERS:-500}
 "$W" endgame-set --count "$SIM_POSITIONS" --bag 40 --seed 3 | awk '{sub(/\/.*/, "/", $2); print}' >"$T.cgp"
 rm -f "$MAGPIE/settings.txt" # MAGPIE keeps the last session's settings there
 for r in $(seq "${SIM_ROUNDS:-$ROUNDS}"); do
-i=0
-ours_total=0
-theirs_total=0
-while read -r cgp <&3; do
-  i=$((i + 1))
-  ours=$("$W" sim --cgp "$cgp" --plies 2 --candidates 15 --iterations "$SIM_ITERS" --threads 1 | sed -n 's/.*Time: \([0-9.]*\)s.*/\1/p')
-  # MAGPIE reads a line that comes while a command runs as a command to the running one
-  # (stop, status): each line waits for the one before.
-  theirs=$(cd "$MAGPIE" && {
-    printf 'set -lex %s -threads 1 -plies 2 -numplays 15 -iterations %d -sr rr -threshold none -scondition 99.99\n' \
-      $LEX $((SIM_ITERS * 6))
-    sleep 2
-    printf 'cgp %s\n' "$cgp"
-    sleep 0.5
-    printf 'gen\n'
-    sleep 0.5
-    printf 'sim -\n'
-  } | bin/magpie | sed -n 's/.*Time: *\([0-9.]*\) seconds.*/\1/p;s/.*Iters: *\([0-9]*\).*/iters \1/p' | tr '\n' ' ')
-  rm -f "$MAGPIE/settings.txt"
-  echo "round $r position $i: lexhive $((SIM_ITERS * 15)) rollouts in ${ours} s; MAGPIE ${theirs}(s)"
-  read -r _ _ their_secs <<<"$theirs"
-  ours_total=$(echo "$ours_total + $ours" | bc)
-  theirs_total=$(echo "$theirs_total + ${their_secs:-0}" | bc)
-done 3<"$T.cgp"
-echo "round $r rollouts: lexhive $ours_total s, MAGPIE $theirs_total s ($i positions)"
+  i=0
+  ours_total=0
+  theirs_total=0
+  while read -r cgp <&3; do
+    i=$((i + 1))
+    ours=$("$W" sim --cgp "$cgp" --plies 2 --candidates 15 --iterations "$SIM_ITERS" --threads 1 | sed -n 's/.*Time: \([0-9.]*\)s.*/\1/p')
+    # MAGPIE reads a line that comes while a command runs as a command to the running one
+    # (stop, status): each line waits for the one before.
+    theirs=$(cd "$MAGPIE" && {
+      printf 'set -lex %s -threads 1 -plies 2 -numplays 15 -iterations %d -sr rr -threshold none -scondition 99.99\n' \
+        $LEX $((SIM_ITERS * 6))
+      sleep 2
+      printf 'cgp %s\n' "$cgp"
+      sleep 0.5
+      printf 'gen\n'
+      sleep 0.5
+      printf 'sim -\n'
+    } | bin/magpie | sed -n 's/.*Time: *\([0-9.]*\) seconds.*/\1/p;s/.*Iters: *\([0-9]*\).*/iters \1/p' | tr '\n' ' ')
+    rm -f "$MAGPIE/settings.txt"
+    echo "round $r position $i: lexhive $((SIM_ITERS * 15)) rollouts in ${ours} s; MAGPIE ${theirs}(s)"
+    read -r _ _ their_secs <<<"$theirs"
+    ours_total=$(echo "$ours_total + ${ours:-0}" | bc)
+    theirs_total=$(echo "$theirs_total + ${their_secs:-0}" | bc)
+  done 3<"$T.cgp"
+  echo "round $r rollouts: lexhive $ours_total s, MAGPIE $theirs_total s ($i positions)"
 done
 rm -f "$T.cgp"
