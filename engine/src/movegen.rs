@@ -1379,7 +1379,7 @@ impl Generator {
 }
 
 /// The positions of the set bits of `mask`, lowest first.
-fn bits(mut mask: u32) -> impl Iterator<Item = usize> {
+pub(crate) fn bits(mut mask: u32) -> impl Iterator<Item = usize> {
     std::iter::from_fn(move || {
         let i = mask.trailing_zeros() as usize;
         mask &= mask.wrapping_sub(1);

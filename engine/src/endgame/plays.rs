@@ -14,7 +14,7 @@ use super::fingerprint;
 use crate::board::{Board, DIM, lane_bit};
 use crate::leaves::RackLeaves;
 use crate::memory::Zeroed;
-use crate::movegen::{ALL_LANES, BINGO_BONUS, Ctx, Generator, Mode, Request, Runs, empty_squares};
+use crate::movegen::{ALL_LANES, BINGO_BONUS, Ctx, Generator, Mode, Request, Runs, bits, empty_squares};
 use crate::moves::{Kind, Move};
 use crate::rng::mix;
 use crate::tiles::RACK_SIZE;
@@ -96,17 +96,6 @@ impl FirstBest {
     fn at(&self) -> Option<usize> {
         self.0.map(|(_, _, at)| at as usize)
     }
-}
-
-/// The bits set in `lanes`, lowest first.
-fn bits(mut lanes: u32) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        (lanes != 0).then(|| {
-            let bit = lanes.trailing_zeros() as usize;
-            lanes &= lanes - 1;
-            bit
-        })
-    })
 }
 
 /// The best plays of a frontier node by worth (score plus the face value of the tiles played,
