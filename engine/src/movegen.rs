@@ -134,9 +134,10 @@ pub struct Generator {
     lane: Lane,
     dir: usize,
     lane_no: usize,
-    anchor: usize,
-    /// The square after the anchor is empty or off the board: a word may end at the anchor.
-    right_open: bool,
+    /// Where the loaded anchor's search turns: it goes left from here, then right from the
+    /// square after. The anchor itself, or the last tile of the run of board tiles right after
+    /// it (see `search_anchor`), so that the square after is empty or off the board.
+    pivot: usize,
     left_limit: usize,
     rack: [u8; 64],
     /// Rack counts before any tile of the current word was placed.
@@ -246,8 +247,7 @@ impl Generator {
             lane: Lane::default(),
             dir: 0,
             lane_no: 0,
-            anchor: 0,
-            right_open: false,
+            pivot: 0,
             left_limit: 0,
             rack: [0; 64],
             full_rack: [0; 64],
@@ -492,8 +492,16 @@ impl Generator {
             self.rack[0] = 0;
         }
         self.load(a);
-        self.anchor = a.at as usize;
-        self.right_open = self.anchor + 1 == DIM || self.lane.tiles[self.anchor + 1] == 0;
+        // Every play from the anchor spells the run of tiles right after it: the graph is
+        // walked through that run first, and rules out at once the letters that cannot stand
+        // before it. From the anchor, every way a word can go on left of the anchor's letter
+        // would be walked before the run was reached (a quarter of the steps of rollouts went
+        // on anchors before runs such as FAWN or JOULE that no play could use).
+        let mut pivot = a.at as usize;
+        while pivot + 1 < DIM && self.lane.tiles[pivot + 1] != 0 {
+            pivot += 1;
+        }
+        self.pivot = pivot;
         self.left_limit = a.left_limit as usize;
         let acc = Acc { main: 0, word_mult: 1, perp: 0, placed: 0, used: 0, start: a.at as u32 };
         match kwg.steps() {
@@ -507,8 +515,8 @@ impl Generator {
     fn search_from<S: Steps>(&mut self, g: S, acc: Acc) {
         // Node 1's children are the GADDAG's root list.
         let root = g.step(1);
-        if self.worth(self.anchor, root.kids(), acc) {
-            self.extend::<true, S>(g, self.anchor, root, acc);
+        if self.worth(self.pivot, root.kids(), acc) {
+            self.extend::<true, S>(g, self.pivot, root, acc);
         }
     }
 
@@ -921,8 +929,8 @@ impl Generator {
         if LEFT {
             let acc = Acc { start: pos as u32, ..acc };
             let left_open = pos == 0 || tiles[pos - 1] == 0;
-            if n.accepts() && left_open && self.right_open {
-                self.found(pos, self.anchor, acc);
+            if n.accepts() && left_open {
+                self.found(pos, self.pivot, acc);
             }
             if n.arc() == 0 {
                 return;
@@ -930,11 +938,12 @@ impl Generator {
             if pos > self.left_limit && self.worth(pos - 1, n.kids(), acc) {
                 self.extend::<true, S>(g, pos - 1, n, acc);
             }
-            // The separator sorts first among the children.
-            if left_open && self.anchor + 1 < DIM && n.kids() & 1 << SEPARATOR != 0 {
+            // The separator sorts first among the children. The plays going right before the
+            // anchor is reached (no tile placed yet) are another anchor's.
+            if left_open && acc.placed > 0 && self.pivot + 1 < DIM && n.kids() & 1 << SEPARATOR != 0 {
                 let sep = g.step(n.arc());
-                if self.worth(self.anchor + 1, sep.kids(), acc) {
-                    self.extend::<false, S>(g, self.anchor + 1, sep, acc);
+                if self.worth(self.pivot + 1, sep.kids(), acc) {
+                    self.extend::<false, S>(g, self.pivot + 1, sep, acc);
                 }
             }
         } else {
