@@ -175,11 +175,11 @@ pub struct Generator {
     scores_of: Vec<u8>,
     by_used: [i32; 128],
     first_slot: [u8; 64],
-    /// Best leave for `k` tiles played keeping every blank, and using one (a blank kept is
-    /// worth so much that plays spending one rarely compete: their anchors are searched
-    /// without the blank when its bound falls short).
+    /// Best leave for `k` tiles played keeping every blank, and spending one or more (a blank
+    /// kept is worth so much that plays spending one rarely compete: their anchors are
+    /// searched without the blank when its bound falls short).
     leave_keep: [i32; 8],
-    leave_use: [i32; 8],
+    leave_use: [[i32; 8]; 2],
     vowels: u64,
     vowel_penalty: i32,
     beside_premium: [bool; SQUARES],
@@ -210,9 +210,9 @@ pub struct Generator {
 #[derive(Clone, Copy)]
 struct Anchor {
     /// Bounds (millipoints) on the equity of its plays that keep every blank, and that spend
-    /// one (best-move mode; `i32::MIN` when there are none).
+    /// one blank, or two or more (best-move mode; `i32::MIN` when there are none).
     keep: i32,
-    spend: i32,
+    spend: [i32; 2],
     dir: u8,
     lane: u8,
     at: u8,
@@ -269,7 +269,7 @@ impl Generator {
             by_used: [0; 128],
             first_slot: [0; 64],
             leave_keep: [0; 8],
-            leave_use: [0; 8],
+            leave_use: [[0; 8]; 2],
             vowels: 0,
             vowel_penalty: 0,
             beside_premium: [false; SQUARES],
@@ -333,14 +333,18 @@ impl Generator {
         self.first_slot = req.leaves.first_slot;
         if self.rack[0] > 0 {
             // Blanks sort first, and a canonical mask uses the first blank slot first.
-            (self.leave_keep, self.leave_use) = ([i32::MIN; 8], [i32::MIN; 8]);
+            (self.leave_keep, self.leave_use) = ([i32::MIN; 8], [[i32::MIN; 8]; 2]);
+            let blank_slots = (1 << self.rack[0]) - 1;
             for used in 0..1usize << self.rack_len {
-                let best = if used & 1 == 1 { &mut self.leave_use } else { &mut self.leave_keep };
+                let best = match (used & blank_slots).count_ones() {
+                    0 => &mut self.leave_keep,
+                    spent => &mut self.leave_use[spent.min(2) as usize - 1],
+                };
                 let k = used.count_ones() as usize;
                 best[k] = best[k].max(self.by_used[used]);
             }
         } else {
-            (self.leave_keep, self.leave_use) = (req.leaves.best_by_count, [i32::MIN; 8]);
+            (self.leave_keep, self.leave_use) = (req.leaves.best_by_count, [[i32::MIN; 8]; 2]);
         }
         self.vowel_penalty = if self.opening { req.opening_vowel_penalty } else { 0 };
         if self.vowel_penalty != 0 {
@@ -399,7 +403,7 @@ impl Generator {
                         let (keep, spend) = if self.best_n.is_some() {
                             self.bound(&caps, &self.memos[ix].runs, &empties[left..m], i - left)
                         } else {
-                            (0, 0)
+                            (0, [0; 2])
                         };
                         self.anchors.push(Anchor {
                             keep,
@@ -432,7 +436,8 @@ impl Generator {
             self.found.clear();
             self.looked.clear(); // it holds ranges of `found`
             for spent in 0..=self.rack[0] {
-                let mut ranked = self.ranked(&anchors, |a| if spent == 0 { a.keep } else { a.spend });
+                let mut ranked =
+                    self.ranked(&anchors, |a| if spent == 0 { a.keep } else { a.spend[spent.min(2) as usize - 1] });
                 while let Some(key) = ranked.pop() {
                     if bound_of(key) < self.cut {
                         break;
@@ -452,14 +457,14 @@ impl Generator {
                 self.search_anchor(ctx.kwg, a, true);
             }
         } else {
-            let mut ranked = self.ranked(&anchors, |a| a.keep.max(a.spend));
+            let mut ranked = self.ranked(&anchors, |a| a.keep.max(a.spend[0]).max(a.spend[1]));
             while let Some(key) = ranked.pop() {
                 let cut = self.cut;
                 if bound_of(key) < cut {
                     break;
                 }
                 let a = &anchors[key as u32 as usize];
-                self.search_anchor(ctx.kwg, a, a.spend >= cut);
+                self.search_anchor(ctx.kwg, a, a.spend[0].max(a.spend[1]) >= cut);
             }
             self.ranked = ranked.into_vec();
         }
@@ -635,15 +640,15 @@ impl Generator {
     /// around the anchor; the best rack tile scores go on the best-paying squares
     /// (rearrangement inequality) or, if lower, each square gets the best tile its cross-set
     /// admits; every cross-word counts; plus the best leave for `k` tiles: (keeping every
-    /// blank, using one).
-    fn bound(&self, caps: &[i32; DIM], runs: &Runs, empties: &[usize], ai: usize) -> (i32, i32) {
+    /// blank, [spending one, spending two or more]).
+    fn bound(&self, caps: &[i32; DIM], runs: &Runs, empties: &[usize], ai: usize) -> (i32, [i32; 2]) {
         let l = &self.lane;
         let scores = &self.rack_scores;
         let r = self.max_place;
         let m = empties.len();
         // Without a blank on the rack there are no plays spending one.
         let blank = self.rack[0] > 0;
-        let (mut keep, mut spend) = (i32::MIN, i32::MIN);
+        let (mut keep, mut spend) = (i32::MIN, [i32::MIN; 2]);
         // Windows by leftmost empty square `j`, growing rightwards one tile at a time.
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
             let lo = runs.lo(empties[j]);
@@ -664,8 +669,12 @@ impl Generator {
                 if self.leave_keep[k] > i32::MIN {
                     keep = keep.max(score + self.leave_keep[k]);
                 }
-                if blank && self.leave_use[k] > i32::MIN {
-                    spend = spend.max(score + self.leave_use[k]);
+                if blank {
+                    for (s, leave) in spend.iter_mut().zip(self.leave_use) {
+                        if leave[k] > i32::MIN {
+                            *s = (*s).max(score + leave[k]);
+                        }
+                    }
                 }
             }
         }
@@ -751,7 +760,7 @@ impl Generator {
                 let existing = runs.before[hi + 1] - runs.before[lo];
                 let fixed = existing * c.word_mult + c.perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
                 let top = fixed + c.paired(&self.rack_scores);
-                let best_leave = self.leave_use[k];
+                let best_leave = self.leave_use[blanks.min(2) as usize - 1][k];
                 if best_leave == i32::MIN || top * 1000 + best_leave < self.cut {
                     continue; // no subset of this size can reach the threshold here
                 }
