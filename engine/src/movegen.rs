@@ -40,6 +40,13 @@ fn bound_of(key: u64) -> i32 {
     ((key >> 32) as u32 ^ BIAS) as i32
 }
 
+/// Where the bounds on plays spending `spent` blanks (at least one) are kept: plays spending
+/// one, and plays spending two or more.
+#[inline]
+fn spent_ix(spent: u8) -> usize {
+    spent.min(2) as usize - 1
+}
+
 /// Every lane, as a `generate_lanes` mask.
 pub const ALL_LANES: u32 = (1 << (2 * DIM)) - 1;
 
@@ -175,9 +182,10 @@ pub struct Generator {
     scores_of: Vec<u8>,
     by_used: [i32; 128],
     first_slot: [u8; 64],
-    /// Best leave for `k` tiles played keeping every blank, and spending one or more (a blank
-    /// kept is worth so much that plays spending one rarely compete: their anchors are
-    /// searched without the blank when its bound falls short).
+    /// Best leave for `k` tiles played keeping every blank, and spending some (by `spent_ix`: a
+    /// blank kept is worth so much that plays spending one rarely compete, and plays spending
+    /// two less often still: their anchors are searched without the blanks when the bound
+    /// falls short).
     leave_keep: [i32; 8],
     leave_use: [[i32; 8]; 2],
     vowels: u64,
@@ -210,7 +218,7 @@ pub struct Generator {
 #[derive(Clone, Copy)]
 struct Anchor {
     /// Bounds (millipoints) on the equity of its plays that keep every blank, and that spend
-    /// one blank, or two or more (best-move mode; `i32::MIN` when there are none).
+    /// some (by `spent_ix`; best-move mode; `i32::MIN` when there are none).
     keep: i32,
     spend: [i32; 2],
     dir: u8,
@@ -338,7 +346,7 @@ impl Generator {
             for used in 0..1usize << self.rack_len {
                 let best = match (used & blank_slots).count_ones() {
                     0 => &mut self.leave_keep,
-                    spent => &mut self.leave_use[spent.min(2) as usize - 1],
+                    spent => &mut self.leave_use[spent_ix(spent as u8)],
                 };
                 let k = used.count_ones() as usize;
                 best[k] = best[k].max(self.by_used[used]);
@@ -436,8 +444,7 @@ impl Generator {
             self.found.clear();
             self.looked.clear(); // it holds ranges of `found`
             for spent in 0..=self.rack[0] {
-                let mut ranked =
-                    self.ranked(&anchors, |a| if spent == 0 { a.keep } else { a.spend[spent.min(2) as usize - 1] });
+                let mut ranked = self.ranked(&anchors, |a| if spent == 0 { a.keep } else { a.spend[spent_ix(spent)] });
                 while let Some(key) = ranked.pop() {
                     if bound_of(key) < self.cut {
                         break;
@@ -760,7 +767,7 @@ impl Generator {
                 let existing = runs.before[hi + 1] - runs.before[lo];
                 let fixed = existing * c.word_mult + c.perp_fixed + if k == RACK_SIZE { BINGO_BONUS } else { 0 };
                 let top = fixed + c.paired(&self.rack_scores);
-                let best_leave = self.leave_use[blanks.min(2) as usize - 1][k];
+                let best_leave = self.leave_use[spent_ix(blanks)][k];
                 if best_leave == i32::MIN || top * 1000 + best_leave < self.cut {
                     continue; // no subset of this size can reach the threshold here
                 }

@@ -22,17 +22,22 @@ fn fast_moves(lex: &Lex, board: &Board, rack: &[u8], mg: &mut Generator) -> Vec<
     v
 }
 
+/// Panic unless the sorted lists are equal, showing what differs (a move listed twice counts).
+fn assert_same(fast: &[RefMove], slow: &[RefMove], what: &str) {
+    if fast != slow {
+        let count = |v: &[RefMove], m: &RefMove| v.iter().filter(|x| *x == m).count();
+        let only_fast: Vec<_> = fast.iter().filter(|m| count(fast, m) > count(slow, m)).take(5).collect();
+        let only_slow: Vec<_> = slow.iter().filter(|m| count(slow, m) > count(fast, m)).take(5).collect();
+        panic!("{what}\nonly fast (or more often): {only_fast:?}\nonly reference: {only_slow:?}");
+    }
+}
+
 fn compare(lex: &Lex, count: usize, seed: u64) {
     let mut mg = Generator::new();
     let mut total = 0;
     for (i, (board, rack)) in positions(lex, count, seed).iter().enumerate() {
         let fast = fast_moves(lex, board, rack, &mut mg);
-        let slow = reference_moves(lex, board, rack);
-        if fast != slow {
-            let only_fast: Vec<_> = fast.iter().filter(|m| !slow.contains(m)).take(5).collect();
-            let only_slow: Vec<_> = slow.iter().filter(|m| !fast.contains(m)).take(5).collect();
-            panic!("position {i}: rack {rack:?}\nonly fast: {only_fast:?}\nonly reference: {only_slow:?}");
-        }
+        assert_same(&fast, &reference_moves(lex, board, rack), &format!("position {i}: rack {rack:?}"));
         total += fast.len();
     }
     assert!(total > count * 20, "positions should have many moves (got {total})");
@@ -302,4 +307,26 @@ fn a_generator_reused_across_lexicons_finds_what_a_fresh_one_does() {
             assert_eq!(shared.generate(ctx(lex), &req, Mode::Best(3)), expected.as_slice(), "position {i}");
         }
     }
+}
+
+/// A play ending in a run of board tiles is searched from the run's last tile, not from the
+/// anchor before it (`Generator::search_anchor`): OUTFAWN before FAWN, and the plays through
+/// KILOJOULE's run with a tile after it, must come out as the reference has them, each once,
+/// with a blank on the rack or none.
+#[test]
+fn plays_ending_in_a_run_of_tiles_match_reference() {
+    let lex = enable();
+    let board = "15/15/15/15/15/15/15/11FAWN/15/5JOULE5/15/15/15/15/15";
+    let mut found_outfawn = 0;
+    for rack in ["OUTKILS", "OU?KILE", "AEINRST"] {
+        let cgp = format!("{board} {rack}/ 0/0 0");
+        let game = engine::cgp::Position::parse(&cgp, dist()).unwrap().into_game(&lex.kwg, dist(), 0);
+        let rack = dist().parse_rack(rack).unwrap();
+        let fast = fast_moves(lex, &game.board, &rack, &mut Generator::new());
+        assert_same(&fast, &reference_moves(lex, &game.board, &rack), &format!("rack {rack:?}"));
+        let outfawn = |m: &&RefMove| m.0 == 0 && m.1 == 7 && m.2 == 8 && m.3.len() == 7 && m.3[3..] == [0; 4];
+        found_outfawn += fast.iter().filter(outfawn).count();
+    }
+    // OUT from the rack: once with no blank, and with the blank standing for T.
+    assert_eq!(found_outfawn, 2);
 }
