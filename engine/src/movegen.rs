@@ -747,7 +747,10 @@ impl Generator {
         let r = self.max_place;
         let (empties, m) = empty_squares(&l.tiles, left_limit);
         let ai = empties[..m].iter().position(|&p| p == a).expect("anchor is empty");
-        let runs = Runs::of(&l.tiles, |t| self.scores[t as usize]);
+        // Best mode refreshed the memo of every lane with an anchor.
+        let memo = &self.memos[self.dir * DIM + self.lane_no];
+        debug_assert!(memo.tiles == l.tiles);
+        let runs = memo.runs;
         for j in ai.saturating_sub(r.saturating_sub(1))..=ai {
             let lo = runs.lo(empties[j]);
             let mut c = Coefs::new();
