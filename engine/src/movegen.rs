@@ -228,6 +228,14 @@ struct Anchor {
     left_limit: u8,
 }
 
+impl Anchor {
+    /// Bound on the equity of its plays that spend any number of blanks.
+    #[inline]
+    fn spend_any(&self) -> i32 {
+        self.spend[0].max(self.spend[1])
+    }
+}
+
 /// Tiles a play may take from the rack, as the word-map search tries them.
 #[derive(Clone, Copy)]
 struct Subset {
@@ -464,14 +472,14 @@ impl Generator {
                 self.search_anchor(ctx.kwg, a, true);
             }
         } else {
-            let mut ranked = self.ranked(&anchors, |a| a.keep.max(a.spend[0]).max(a.spend[1]));
+            let mut ranked = self.ranked(&anchors, |a| a.keep.max(a.spend_any()));
             while let Some(key) = ranked.pop() {
                 let cut = self.cut;
                 if bound_of(key) < cut {
                     break;
                 }
                 let a = &anchors[key as u32 as usize];
-                self.search_anchor(ctx.kwg, a, a.spend[0].max(a.spend[1]) >= cut);
+                self.search_anchor(ctx.kwg, a, a.spend_any() >= cut);
             }
             self.ranked = ranked.into_vec();
         }
