@@ -241,7 +241,6 @@ impl Anchor {
 struct Subset {
     /// The leave of its canonical rack slots (see `RackLeaves`).
     leave: i32,
-    size: u8,
     blanks: u8,
     /// Tiles other than blanks, sorted, and as a letter mask.
     real: [u8; RACK_SIZE],
@@ -685,7 +684,7 @@ impl Generator {
                     keep = keep.max(score + self.leave_keep[k]);
                 }
                 if blank {
-                    for (s, leave) in spend.iter_mut().zip(self.leave_use) {
+                    for (s, leave) in spend.iter_mut().zip(&self.leave_use) {
                         if leave[k] > i32::MIN {
                             *s = (*s).max(score + leave[k]);
                         }
@@ -706,40 +705,56 @@ impl Generator {
     /// one, by blanks and size, best leave first.
     fn subsets(&mut self, req: &Request) {
         let slots = &req.leaves.slots;
-        self.subsets.clear();
-        // Blanks sort first, and a canonical mask spends the first blank slot first.
-        for used in (1u32..1 << slots.len()).step_by(2) {
-            if !RackLeaves::canonical(slots, used) {
+        let n = slots.len();
+        // A canonical mask takes a slot repeating the one before only with that one.
+        let repeats = (1..n).filter(|&i| slots[i] == slots[i - 1]).fold(0u32, |m, i| m | 1 << i);
+        // Ordered by (blanks, size, best leave first) as keys over the mask, so that only the
+        // keys are sorted. Blanks sort first: a mask spending one holds slot 0.
+        let mut keys = [0u64; 64];
+        let mut m = 0;
+        let blank_slots = (1u32 << self.rack[0]) - 1;
+        for used in (1u32..1 << n).step_by(2) {
+            if used & repeats & !(used << 1) != 0 {
                 continue;
             }
+            let leave = self.by_used[used as usize] as u32 ^ BIAS;
+            let (blanks, size) = ((used & blank_slots).count_ones() as u64, used.count_ones() as u64);
+            keys[m] = blanks << 56 | size << 48 | u64::from(!leave) << 8 | u64::from(used);
+            m += 1;
+        }
+        let keys = &mut keys[..m];
+        keys.sort_unstable();
+        // Slots by tile score, highest first, so that a subset's scores come out in order.
+        let mut by_score: [u8; RACK_SIZE] = std::array::from_fn(|i| i as u8);
+        let by_score = &mut by_score[..n];
+        by_score.sort_unstable_by_key(|&i| std::cmp::Reverse(self.scores[slots[i as usize] as usize]));
+        self.subsets.clear();
+        for &key in keys.iter() {
+            let used = key as u32 & 0xff;
             let mut sub = Subset {
                 leave: self.by_used[used as usize],
-                size: used.count_ones() as u8,
-                blanks: 0,
+                blanks: (key >> 56) as u8,
                 real: [0; RACK_SIZE],
                 letters: 0,
                 scores: [0; RACK_SIZE],
             };
-            let mut n = 0;
-            for (i, &t) in slots.iter().enumerate() {
-                if used >> i & 1 == 1 {
-                    sub.scores[n] = self.scores[t as usize];
-                    n += 1;
-                    if t == 0 {
-                        sub.blanks += 1;
-                    } else {
-                        sub.real[n - 1 - sub.blanks as usize] = t;
-                        sub.letters |= 1 << t;
-                    }
-                }
+            for (j, slot) in bits(used & !blank_slots).enumerate() {
+                sub.real[j] = slots[slot];
+                sub.letters |= 1 << slots[slot];
             }
-            sub.scores[..n].sort_unstable_by(|x, y| y.cmp(x));
+            let scored = by_score.iter().filter(|&&slot| used >> slot & 1 == 1);
+            for (s, &slot) in sub.scores.iter_mut().zip(scored) {
+                *s = self.scores[slots[slot as usize] as usize];
+            }
             self.subsets.push(sub);
         }
-        self.subsets.sort_unstable_by_key(|s| (s.blanks, s.size, std::cmp::Reverse(s.leave)));
+        let mut at = 0;
         for (b, starts) in self.by_size.iter_mut().enumerate() {
             for (k, start) in starts.iter_mut().enumerate() {
-                *start = self.subsets.partition_point(|s| (s.blanks as usize, s.size as usize) < (b, k));
+                while at < m && keys[at] >> 48 < ((b as u64) << 8 | k as u64) {
+                    at += 1;
+                }
+                *start = at;
             }
         }
     }
@@ -801,12 +816,8 @@ impl Generator {
                     }
                     let sub = *sub; // copied only here: `look_up` needs `self`
                     let real = &sub.real[..k - sub.blanks as usize];
-                    let mut letters = [0u8; 2 * DIM];
-                    letters[..real.len()].copy_from_slice(real);
-                    letters[real.len()..real.len() + nt].copy_from_slice(&through[..nt]);
-                    let letters = &mut letters[..real.len() + nt];
-                    letters.sort_unstable();
-                    let (from, to) = self.look_up(map, letters, sub.blanks as usize);
+                    let (letters, n) = merged(real, &through[..nt]);
+                    let (from, to) = self.look_up(map, &letters[..n], sub.blanks as usize);
                     for f in from..to {
                         let word = map.word(self.found[f as usize]);
                         self.place_word(ps, lo, hi, existing, word, real, sub.blanks as usize);
@@ -1314,12 +1325,8 @@ impl Generator {
             return (a, b);
         }
         let start = self.found.len() as u32;
-        let mut base = [0u8; 2 * DIM];
-        let n = real.len() + through.len();
-        base[..real.len()].copy_from_slice(real);
-        base[real.len()..n].copy_from_slice(through);
+        let (base, n) = merged(real, through);
         if by_map {
-            base[..n].sort_unstable();
             let range = self.look_up(anagrams, &base[..n], blanks);
             self.through_words.push((k, range.0, range.1));
             return range;
@@ -1473,6 +1480,22 @@ fn sorted_through(tiles: &[u8; DIM], lo: usize, hi: usize) -> ([u8; DIM], usize)
     }
     through[..n].sort_unstable();
     (through, n)
+}
+
+/// The letters of `a` and `b` (each sorted), sorted, and how many.
+#[inline]
+fn merged(a: &[u8], b: &[u8]) -> ([u8; 2 * DIM], usize) {
+    let (mut out, mut i, mut j) = ([0u8; 2 * DIM], 0, 0);
+    while i < a.len() || j < b.len() {
+        if j == b.len() || (i < a.len() && a[i] <= b[j]) {
+            out[i + j] = a[i];
+            i += 1;
+        } else {
+            out[i + j] = b[j];
+            j += 1;
+        }
+    }
+    (out, i + j)
 }
 
 /// What best-move search works out about one lane from its tiles alone, kept between calls

@@ -35,7 +35,7 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Search for best moves with the word graph alone, without the word map (which holds
-    /// every word by its letters: ~95 MB for ENABLE, built in ~0.3 s on first use; it makes
+    /// every word by its letters: ~85 MB for ENABLE, built in 0.4-1 s on first use; it makes
     /// racks holding a blank several times faster). For machines short of memory; the moves
     /// found are the same.
     #[arg(long, global = true)]

@@ -32,8 +32,9 @@ pub struct Anagrams {
     /// the first blank may be, is answered by one probe when no word has its letters (most).
     less_two: Filter,
     /// The word map only: alphagram less two letters -> range of `two_words`, for words of up
-    /// to `MAX_TWO_LEN` letters, each once under each key.
-    two_index: FxHashMap<u128, (u32, u32)>,
+    /// to `MAX_TWO_LEN` letters, each once under each key. Their keys fit 64 bits, which
+    /// halves the table's entries.
+    two_index: FxHashMap<u64, (u32, u32)>,
     two_words: Vec<u32>,
 }
 
@@ -69,7 +70,7 @@ impl Anagrams {
             listed.push(word);
         });
         order.sort_unstable();
-        let index = ranges(&order);
+        let index = ranges(&order, |k| k);
         let words: Vec<Word> = order.iter().map(|&e| listed[(e & INDEX_MASK) as usize]).collect();
         let (mut short_index, mut short_words) = (FxHashMap::default(), Vec::new());
         let (mut less_two, mut two_index, mut two_words) = Default::default();
@@ -94,7 +95,7 @@ impl Anagrams {
                 }
             }
             less_one.sort_unstable();
-            short_index = ranges(&less_one);
+            short_index = ranges(&less_one, |k| k);
             short_words = less_one.into_iter().map(|e| (e & INDEX_MASK) as u32).collect();
         }
         let mut filter = Filter::new(index.len() + short_index.len());
@@ -116,7 +117,7 @@ impl Anagrams {
         if sorted.len() + 2 > MAX_TWO_LEN || self.less_two.bits.is_empty() {
             return None;
         }
-        Some(match self.two_index.get(&k) {
+        Some(match self.two_index.get(&(k as u64)) {
             Some(&(a, b)) => &self.two_words[a as usize..b as usize],
             None => &[],
         })
@@ -146,7 +147,7 @@ impl Anagrams {
             + self.short_words.capacity() * 4
             + self.filter.bits.capacity() * 8
             + self.less_two.bits.capacity() * 8
-            + table(self.two_index.capacity())
+            + self.two_index.capacity() * (std::mem::size_of::<(u64, (u32, u32))>() + 1)
             + self.two_words.capacity() * 4
     }
 
@@ -176,14 +177,16 @@ const LESS_ONE: u64 = 0xc2b2_ae3d_27d4_eb4f;
 const LESS_TWO: u64 = 0x1656_67b1_9e37_79f9;
 
 /// Longest words the word map also holds under their alphagram less two letters
-/// (`two_index`): two blanks in words up to this long are one probe. Longer words' pairs would
-/// take ten times the entries (ENABLE: 1.3 M entries up to 8 letters, 4.2 M in all).
-const MAX_TWO_LEN: usize = 8;
+/// (`two_index`): two blanks in words up to this long are one probe, else a probe per letter
+/// the first blank may be. Ten letters cover a two-blank bingo through up to three board
+/// tiles, which eight left to those probes (a third of that rack class's best-move time went
+/// to them); ENABLE: 2.5 M entries up to ten letters, 1.3 M up to eight, 4.2 M in all.
+const MAX_TWO_LEN: usize = 10;
 
 /// What the word map keeps of each word's alphagram less two letters, from `order` (packed
 /// entries, sorted): the filter over all of them, and the index of those of words of up to
 /// `MAX_TWO_LEN` letters.
-fn less_two_index(order: &[u128]) -> (Filter, FxHashMap<u128, (u32, u32)>, Vec<u32>) {
+fn less_two_index(order: &[u128]) -> (Filter, FxHashMap<u64, (u32, u32)>, Vec<u32>) {
     // Letters `i < j` of an alphagram of `n` letters, as `bits` a letter (`packed`: 6; `key`:
     // 8), cut out of it.
     let cut = |p: u128, n: usize, i: usize, j: usize, bits: usize| {
@@ -226,7 +229,8 @@ fn less_two_index(order: &[u128]) -> (Filter, FxHashMap<u128, (u32, u32)>, Vec<u
         }
     }
     short.sort_unstable();
-    let index = ranges(&short);
+    const { assert!(8 * (MAX_TWO_LEN - 2) <= 64) };
+    let index = ranges(&short, |k| k as u64);
     (filter, index, short.into_iter().map(|e| (e & INDEX_MASK) as u32).collect())
 }
 
@@ -278,13 +282,15 @@ fn packed(sorted: &[u8]) -> u128 {
     sorted.iter().fold(0u128, |k, &t| k << 6 | t as u128)
 }
 
-/// Each alphagram's `key` and its range in `sorted` (packed entries, sorted).
-fn ranges(sorted: &[u128]) -> FxHashMap<u128, (u32, u32)> {
-    let mut index = FxHashMap::with_capacity_and_hasher(sorted.len() / 2, Default::default());
+/// Each alphagram's `key` (as `K`) and its range in `sorted` (packed entries, sorted).
+fn ranges<K: std::hash::Hash + Eq>(sorted: &[u128], key: impl Fn(u128) -> K) -> FxHashMap<K, (u32, u32)> {
+    let alphagram = |i: usize| sorted[i] >> INDEX_BITS;
+    let distinct = (0..sorted.len()).filter(|&i| i == 0 || alphagram(i) != alphagram(i - 1)).count();
+    let mut index = FxHashMap::with_capacity_and_hasher(distinct, Default::default());
     let mut start = 0;
-    for (i, &e) in sorted.iter().enumerate() {
-        if i + 1 == sorted.len() || sorted[i + 1] >> INDEX_BITS != e >> INDEX_BITS {
-            index.insert(widened(e >> INDEX_BITS), (start as u32, i as u32 + 1));
+    for i in 0..sorted.len() {
+        if i + 1 == sorted.len() || alphagram(i + 1) != alphagram(i) {
+            index.insert(key(widened(alphagram(i))), (start as u32, i as u32 + 1));
             start = i + 1;
         }
     }
