@@ -639,7 +639,7 @@ impl Generator {
                     fits &= fits - 1;
                 }
                 best
-            } else if blank && cross != 0 && (!beside || ext.admit(ctx.kwg, p, cross) != 0) {
+            } else if blank && cross != 0 && (!beside || ext.admits_any(ctx.kwg, p, cross)) {
                 0
             } else {
                 -1
@@ -1434,8 +1434,9 @@ pub(crate) fn bits(mut mask: u32) -> impl Iterator<Item = usize> {
 /// of board tiles beside it in the lane (`runs`: the lane's). From the GADDAG, whose paths
 /// include every word's letters up to any point read backwards: a letter may stand before a
 /// run if the run read backwards leads on to it, and after a run if the letter, then the run
-/// read backwards, is a path.
-fn extension(kwg: &Kwg, tiles: &[u8; DIM], runs: &Runs, p: usize, want: u64) -> u64 {
+/// read backwards, is a path. Returns those letters and the letters of `want` settled: all of
+/// them, unless `first`, which may stop at the first letter found.
+fn extension(kwg: &Kwg, tiles: &[u8; DIM], runs: &Runs, p: usize, want: u64, first: bool) -> (u64, u64) {
     // Follow the letters of `tiles[a..b]` backwards from `node`'s children: the node reached.
     let backwards = |mut node: u32, a: usize, b: usize| {
         for q in (a..b).rev() {
@@ -1464,11 +1465,14 @@ fn extension(kwg: &Kwg, tiles: &[u8; DIM], runs: &Runs, p: usize, want: u64) -> 
             letters &= letters - 1;
             if from.child(t).is_some_and(|n| backwards(n, lo, p).is_some()) {
                 after |= 1 << t;
+                if first {
+                    return (after, want & !letters);
+                }
             }
         }
         letters = after;
     }
-    letters
+    (letters, want)
 }
 
 /// The letters of the board's tiles in `lo..=hi`, sorted, and how many.
@@ -1534,10 +1538,23 @@ impl LaneMemo {
     fn admit(&mut self, kwg: &Kwg, p: usize, want: u64) -> u64 {
         let new = want & !self.asked[p];
         if new != 0 {
-            self.admitted[p] |= extension(kwg, &self.tiles, &self.runs, p, new);
+            self.admitted[p] |= extension(kwg, &self.tiles, &self.runs, p, new, false).0;
             self.asked[p] |= new;
         }
         want & self.admitted[p]
+    }
+
+    /// Whether `admit` would admit some letter of `want`, working out no more letters than
+    /// that takes (a square only a blank fits asks about every letter).
+    #[inline]
+    fn admits_any(&mut self, kwg: &Kwg, p: usize, want: u64) -> bool {
+        let new = want & !self.asked[p];
+        if want & self.admitted[p] == 0 && new != 0 {
+            let (admitted, settled) = extension(kwg, &self.tiles, &self.runs, p, new, true);
+            self.admitted[p] |= admitted;
+            self.asked[p] |= settled;
+        }
+        want & self.admitted[p] != 0
     }
 }
 
@@ -1703,7 +1720,8 @@ mod tests {
                 tiles[p + 1..p + 1 + right.len()].copy_from_slice(right);
                 let want = (1..=26u64).fold(0, |m, t| m | 1 << t);
                 let runs = Runs::of(&tiles, |_| 0);
-                let got = extension(&kwg, &tiles, &runs, p, want);
+                let (got, settled) = extension(&kwg, &tiles, &runs, p, want, false);
+                assert_eq!(settled, want);
                 let expected = (1..=26u8).fold(0u64, |m, t| {
                     let pattern: Vec<u8> = left.iter().copied().chain([t]).chain(right.iter().copied()).collect();
                     let held = words.iter().any(|w| w.windows(pattern.len()).any(|x| x == pattern));
@@ -1711,7 +1729,12 @@ mod tests {
                 });
                 assert_eq!(got, expected, "left {left:?} right {right:?}");
                 // Only letters asked about are answered.
-                assert_eq!(extension(&kwg, &tiles, &runs, p, want & !(1 << 20)), expected & !(1 << 20));
+                assert_eq!(extension(&kwg, &tiles, &runs, p, want & !(1 << 20), false).0, expected & !(1 << 20));
+                // Asked for the first, it finds one when there is one, and what it settles is
+                // right.
+                let (some, settled) = extension(&kwg, &tiles, &runs, p, want, true);
+                assert_eq!(some != 0, expected != 0);
+                assert_eq!(expected & settled, some, "left {left:?} right {right:?}");
                 checked += 1;
             }
         }
