@@ -708,8 +708,9 @@ impl Generator {
         let n = slots.len();
         // A canonical mask takes a slot repeating the one before only with that one.
         let repeats = (1..n).filter(|&i| slots[i] == slots[i - 1]).fold(0u32, |m, i| m | 1 << i);
-        // Ordered by (blanks, size, best leave first) as keys over the mask, so that only the
-        // keys are sorted. Blanks sort first: a mask spending one holds slot 0.
+        // Ordered by (blanks, size, best leave first) as keys (blanks, size, leave inverted,
+        // mask: bits 56, 48, 8 and 0 on), so that only the keys are sorted. Blanks sort first:
+        // a mask spending one holds slot 0.
         let mut keys = [0u64; 64];
         let mut m = 0;
         let blank_slots = (1u32 << self.rack[0]) - 1;

@@ -33,7 +33,7 @@ pub struct Anagrams {
     less_two: Filter,
     /// The word map only: alphagram less two letters -> range of `two_words`, for words of up
     /// to `MAX_TWO_LEN` letters, each once under each key. Their keys fit 64 bits, which
-    /// halves the table's entries.
+    /// halves the size of the table's entries.
     two_index: FxHashMap<u64, (u32, u32)>,
     two_words: Vec<u32>,
 }
