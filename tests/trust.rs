@@ -23,6 +23,7 @@ fn experiment() -> String {
     )
 }
 
+#[derive(Clone)]
 struct Api {
     http: reqwest::Client,
     url: String,
@@ -136,6 +137,23 @@ fn games(dir: &std::path::Path, batch: &Value, bots: [&str; 2]) -> Result<(Logge
     Ok((Logged { gcg: bundle, csv }, serde_json::to_value(MatchTally::from_outcomes(&outcomes))?))
 }
 
+/// Heartbeats the leases of `batches` every second until aborted.
+fn keep_alive(api: &Api, token: &str, batches: &[&Value]) -> tokio::task::JoinHandle<()> {
+    let (api, token) = (api.clone(), token.to_string());
+    let leases: Vec<(String, Value)> = batches
+        .iter()
+        .map(|b| (b["batch_id"].as_str().unwrap_or_default().to_string(), b["lease_id"].clone()))
+        .collect();
+    tokio::spawn(async move {
+        loop {
+            for (id, lease) in &leases {
+                api.post(&format!("/batches/{id}/heartbeat"), Some(&token), json!({ "lease_id": lease })).await;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lying_worker_changes_nothing() -> Result<()> {
     let db = TestDb::create().await?;
@@ -181,6 +199,9 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     let (_, b) = api.claim(&liar).await;
     assert_eq!((a["status"].as_str(), b["status"].as_str()), (Some("batch"), Some("batch")), "{a} {b}");
     assert_eq!(api.claim(&liar).await.1["status"], "idle", "leases are capped per worker");
+    // The test plays the liar's games itself, in a debug build, which on a slow machine takes
+    // longer than a lease: heartbeat meanwhile, as a volunteer does while it plays.
+    let playing = keep_alive(&api, &liar, &[&a, &b]);
 
     // Forged tallies and wrapped counters are refused, and nothing is recorded.
     let (honest_a, tally_a) = games(&dir.0, &a, ["static", "greedy"])?;
@@ -212,6 +233,7 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     assert_ne!(wrong_tally, tally_b);
     let (s, v) = api.upload(&liar, &b, &wrong_b, &wrong_tally).await;
     assert_eq!(s, 200, "the wrong bot's games are legal games of the deal: {v}");
+    playing.abort();
     let exp = get_json(&format!("{}/api/v1/experiments/{id}", coord.url)).await?;
     assert_eq!(exp["cells"][0]["games"], 0, "nothing counts before a replica: {exp}");
 
