@@ -41,6 +41,23 @@ static int cmp(const void *a, const void *b) {
 #define MAX_POSITIONS 1000
 #define MAX_ROUNDS 100
 
+// One pass of generation over `n` positions; returns the moves found.
+static long pass(Game **games, int n, MoveList *ml, move_record_t record) {
+  MoveGenArgs a = {.move_list = ml,
+                   .move_sort_type = MOVE_SORT_EQUITY,
+                   .move_record_type = record,
+                   .eq_margin_movegen = 0,
+                   .target_equity = EQUITY_MAX_VALUE,
+                   .target_leave_size_for_exchange_cutoff = UNSET_LEAVE_SIZE};
+  long moves = 0;
+  for (int i = 0; i < n; i++) {
+    a.game = games[i];
+    generate_moves(&a);
+    moves += move_list_get_count(ml);
+  }
+  return moves;
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: %s LEXICON FILE ROUNDS\n", argv[0]);
@@ -96,39 +113,35 @@ int main(int argc, char **argv) {
   const char *names[3] = {"no blank", "one blank", "two blanks"};
   printf("| rack class | positions | moves (total) | all-moves M moves/s | best-move us/position |\n");
   printf("| --- | --- | --- | --- | --- |\n");
+  // All-moves rounds, then best-move rounds, the classes alternated within each, after one
+  // untimed best-move pass: as `worker bench-movegen` times its side.
+  double all[3][MAX_ROUNDS], best[3][MAX_ROUNDS];
+  long moves[3] = {0};
+  for (int class = 0; class < 3; class++) {
+    pass(games[class], count[class], ml, MOVE_RECORD_BEST);
+  }
+  for (int r = 0; r < rounds; r++) {
+    for (int class = 0; class < 3; class++) {
+      double start = now();
+      moves[class] = pass(games[class], count[class], ml, MOVE_RECORD_ALL);
+      all[class][r] = now() - start;
+    }
+  }
+  for (int r = 0; r < rounds; r++) {
+    for (int class = 0; class < 3; class++) {
+      double start = now();
+      pass(games[class], count[class], ml, MOVE_RECORD_BEST);
+      best[class][r] = now() - start;
+    }
+  }
   for (int class = 0; class < 3; class++) {
     if (count[class] == 0) {
       continue;
     }
-    double all[MAX_ROUNDS], best[MAX_ROUNDS];
-    long moves = 0;
-    for (int r = 0; r < rounds; r++) {
-      MoveGenArgs a = {.move_list = ml,
-                       .move_sort_type = MOVE_SORT_EQUITY,
-                       .eq_margin_movegen = 0,
-                       .target_equity = EQUITY_MAX_VALUE,
-                       .target_leave_size_for_exchange_cutoff = UNSET_LEAVE_SIZE};
-      moves = 0;
-      double start = now();
-      a.move_record_type = MOVE_RECORD_ALL;
-      for (int i = 0; i < count[class]; i++) {
-        a.game = games[class][i];
-        generate_moves(&a);
-        moves += move_list_get_count(ml);
-      }
-      all[r] = now() - start;
-      start = now();
-      a.move_record_type = MOVE_RECORD_BEST;
-      for (int i = 0; i < count[class]; i++) {
-        a.game = games[class][i];
-        generate_moves(&a);
-      }
-      best[r] = now() - start;
-    }
-    qsort(all, rounds, sizeof(double), cmp);
-    qsort(best, rounds, sizeof(double), cmp);
-    printf("| %s | %d | %ld | %.2f | %.0f |\n", names[class], count[class], moves,
-           moves / all[rounds / 2] / 1e6, 1e6 * best[rounds / 2] / count[class]);
+    qsort(all[class], rounds, sizeof(double), cmp);
+    qsort(best[class], rounds, sizeof(double), cmp);
+    printf("| %s | %d | %ld | %.2f | %.0f |\n", names[class], count[class], moves[class],
+           moves[class] / all[class][rounds / 2] / 1e6, 1e6 * best[class][rounds / 2] / count[class]);
   }
   return 0;
 }
