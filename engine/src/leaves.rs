@@ -181,9 +181,9 @@ impl RackLeaves {
     pub fn new(rack: &[u8], mut value: impl FnMut(&[u8]) -> i32) -> Self {
         let mut out = Self::unvalued(rack);
         let slots = out.slots.clone();
-        let mut kept = Vec::with_capacity(7);
+        let (mut kept, repeats) = (Vec::with_capacity(7), Self::repeats(&slots));
         for used in 0..1u32 << slots.len() {
-            if Self::canonical(&slots, used) {
+            if Self::canonical(repeats, used) {
                 kept.clear();
                 kept.extend((0..slots.len()).filter(|i| used >> i & 1 == 0).map(|i| slots[i]));
                 out.set(used, value(&kept));
@@ -264,8 +264,15 @@ impl RackLeaves {
         }
     }
 
-    /// A mask is canonical when each tile kind's used slots are its first ones.
-    pub fn canonical(slots: &[u8], used: u32) -> bool {
-        (1..slots.len()).all(|i| !(slots[i] == slots[i - 1] && used >> i & 1 == 1 && used >> (i - 1) & 1 == 0))
+    /// The slots of sorted `slots` that hold the same tile as the slot before them, as bits.
+    pub fn repeats(slots: &[u8]) -> u32 {
+        (1..slots.len()).filter(|&i| slots[i] == slots[i - 1]).fold(0, |m, i| m | 1 << i)
+    }
+
+    /// A mask is canonical when each tile kind's used slots are its first ones: it takes a
+    /// slot repeating the one before (a bit of `repeats`) only with that one.
+    #[inline]
+    pub fn canonical(repeats: u32, used: u32) -> bool {
+        used & repeats & !(used << 1) == 0
     }
 }

@@ -570,11 +570,11 @@ impl Generator {
 
     fn exchanges(&mut self, req: &Request) {
         let slots = &req.leaves.slots;
-        let mut tiles = [0u8; 7];
+        let (mut tiles, repeats) = ([0u8; 7], RackLeaves::repeats(slots));
         for used in 1u32..(1 << slots.len()) {
             let equity = req.leaves.by_used[used as usize];
             // Non-canonical masks hold i32::MIN; in best mode most exchanges miss the cut.
-            if equity < self.cut || !RackLeaves::canonical(slots, used) {
+            if equity < self.cut || !RackLeaves::canonical(repeats, used) {
                 continue;
             }
             let mut n = 0;
@@ -706,8 +706,7 @@ impl Generator {
     fn subsets(&mut self, req: &Request) {
         let slots = &req.leaves.slots;
         let n = slots.len();
-        // A canonical mask takes a slot repeating the one before only with that one.
-        let repeats = (1..n).filter(|&i| slots[i] == slots[i - 1]).fold(0u32, |m, i| m | 1 << i);
+        let repeats = RackLeaves::repeats(slots);
         // Ordered by (blanks, size, best leave first) as keys (blanks, size, leave inverted,
         // mask: bits 56, 48, 8 and 0 on), so that only the keys are sorted. Blanks sort first:
         // a mask spending one holds slot 0.
@@ -715,7 +714,7 @@ impl Generator {
         let mut m = 0;
         let blank_slots = (1u32 << self.rack[0]) - 1;
         for used in (1u32..1 << n).step_by(2) {
-            if used & repeats & !(used << 1) != 0 {
+            if !RackLeaves::canonical(repeats, used) {
                 continue;
             }
             let leave = self.by_used[used as usize] as u32 ^ BIAS;

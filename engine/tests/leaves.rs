@@ -84,7 +84,7 @@ fn rack_leaves_give_each_multiset_one_canonical_mask() {
     let rl = RackLeaves::new(&rack, |kept| kept.len() as i32 * 10 + kept.iter().map(|&t| t as i32).sum::<i32>());
     let mut seen = std::collections::HashSet::new();
     for used in 0u32..128 {
-        if RackLeaves::canonical(&rl.slots, used) {
+        if RackLeaves::canonical(RackLeaves::repeats(&rl.slots), used) {
             let kept: Vec<u8> = (0..7).filter(|i| used >> i & 1 == 0).map(|i| rl.slots[i]).collect();
             assert!(seen.insert(kept.clone()), "duplicate multiset {kept:?}");
             assert_eq!(rl.by_used[used as usize], kept.len() as i32 * 10 + kept.iter().map(|&t| t as i32).sum::<i32>());
