@@ -137,20 +137,6 @@ impl Anagrams {
         }
     }
 
-    /// Memory held by the index, in bytes (an estimate: the hash tables' entries and control
-    /// bytes at their capacity).
-    pub fn heap_bytes(&self) -> usize {
-        let table = |cap: usize| cap * (std::mem::size_of::<(u128, (u32, u32))>() + 1);
-        table(self.index.capacity())
-            + self.words.capacity() * std::mem::size_of::<Word>()
-            + table(self.short_index.capacity())
-            + self.short_words.capacity() * 4
-            + self.filter.bits.capacity() * 8
-            + self.less_two.bits.capacity() * 8
-            + self.two_index.capacity() * (std::mem::size_of::<(u64, (u32, u32))>() + 1)
-            + self.two_words.capacity() * 4
-    }
-
     /// Indices (for [`Anagrams::word`]) of the words made of exactly these letters, given
     /// sorted.
     #[inline]
