@@ -1,8 +1,10 @@
 //! Exhaustive endgame solving: with the bag empty both racks are known, and the game is solved
 //! by negamax with alpha-beta over (board, both racks, side to move, scoreless turns).
 //!
-//! - Iterative deepening; each depth is searched with an aspiration window around the last
-//!   value, and the table's best move is tried first, so the previous depth orders the next.
+//! - Iterative deepening by two plies at a time (1, 3, 5, ... or 1, 2, 4, ... to an even
+//!   limit), so that every horizon falls after the same side's move; each depth is searched
+//!   with an aspiration window around the last value, and the table's best move is tried
+//!   first, so the previous depth orders the next.
 //! - Move ordering: going out first (score + twice the opponent's rack), then by score, with
 //!   more tiles favoured below the first two plies. A cut node two plies above the horizon
 //!   without a table move tries a killer first (a placement that refuted a recent node at its
@@ -21,6 +23,9 @@
 //!   nor told about it: its slot would cost a miss and evict a deeper entry. The lanes
 //!   that the last two moves left alone are bounded by what they were worth to the same mover
 //!   two plies up, whose rack held these tiles and more, with no look into the memo.
+//! - Higher up, a node below an all-node whose mover can go out, for enough, in a lane the
+//!   last move left alone fails high at once, from the parent's board: the game's end is exact
+//!   at any depth. Its mover's ways out, lane by lane, are found once for all its siblings.
 //! - Each thread keeps one board, making each move on it on the way down and taking it back on
 //!   the way up (`Board::place_with` keeping an undo list): nodes are boardless (`Node`), and
 //!   no board is copied.
@@ -45,7 +50,7 @@ use crate::moves::{Kind, Move};
 use crate::rng::{Rng, mix};
 use crate::tiles::RACK_SIZE;
 use crate::tiles::{BLANK_BIT, letter_of};
-use plays::{LANES, Plays};
+use plays::{LANES, Outs, Plays};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -54,8 +59,9 @@ use tt::{Bound, Entry, Table};
 
 /// Beyond any reachable spread.
 const INF: i32 = 30_000;
-/// Deepest iteration (also bounded by the tiles left: see `max_plies`).
-const MAX_DEPTH: u8 = 250;
+/// Deepest iteration. Odd: a search without a depth limit deepens through odd depths (see
+/// `next_depth`).
+const MAX_DEPTH: u8 = 249;
 /// Nodes between clock and stop-flag checks.
 const CHECK_EVERY: u64 = 1024;
 /// Half-width of the aspiration window around the previous depth's value, in points.
@@ -464,6 +470,16 @@ impl Solver {
     }
 }
 
+/// The iteration after `depth` on the way to `max_depth`: two plies deeper, after a first step
+/// of one where the limit's parity asks for it. A horizon value favours the side that moves
+/// last (the other has no reply), so values alternate with the parity of the depth, and the
+/// best moves with them: an iteration orders the one two plies deeper far better than the one
+/// next to it. At 7 plies, deepening 1, 3, 5, 7 searches 24% fewer nodes on the benchmark set
+/// than 1, 2, ..., 7 (36% fewer on its slowest position) for the same values.
+fn next_depth(depth: u8, max_depth: u8) -> u8 {
+    if (max_depth - depth) % 2 == 1 { depth + 1 } else { depth + 2 }
+}
+
 /// The result of one completed iteration.
 struct Iteration {
     value: i32,
@@ -501,6 +517,9 @@ struct Search<'s> {
     /// same mover holds part of that rack, and the lanes neither move between changed still
     /// bound its plays, with no look into the memo.
     worths: Vec<Option<[i32; LANES]>>,
+    /// By ply: the next mover's best way out in each lane of the board there, found for the
+    /// first child that asks (`goes_out_high`) and forgotten when the ply's next node starts.
+    outs: Vec<Option<Outs>>,
     /// By ply: the last two placements that refuted a node there two plies above the horizon,
     /// latest first.
     killers: Vec<[Option<Killer>; 2]>,
@@ -524,6 +543,7 @@ impl<'s> Search<'s> {
             undo: Vec::new(),
             changed: [0; MAX_DEPTH as usize + 2],
             worths: Vec::new(),
+            outs: Vec::new(),
             killers: Vec::new(),
         }
     }
@@ -577,7 +597,7 @@ impl<'s> Search<'s> {
             if !horizon {
                 break;
             }
-            depth += 1;
+            depth = next_depth(depth, max_depth);
         }
         last
     }
@@ -649,6 +669,9 @@ impl<'s> Search<'s> {
     /// first of equal moves wins), searched again in full when it does better.
     fn work(&mut self, root: &Node, job: &RootJob) {
         let n = job.moves.len();
+        if let Some(outs) = self.outs.first_mut() {
+            *outs = None;
+        }
         loop {
             let (i, alpha, best_at) = {
                 let mut st = job.state();
@@ -779,6 +802,14 @@ impl<'s> Search<'s> {
             {
                 v
             }
+            Enter::Search(_)
+                if depth >= 2
+                    && shortcut
+                    && made.is_none()
+                    && let Some(v) = self.goes_out_high(mv, head, depth, ply, beta) =>
+            {
+                v
+            }
             Enter::Search(tt_move) => {
                 if made.is_none() {
                     *made = Some(self.make(mv, &head, ply));
@@ -794,6 +825,7 @@ impl<'s> Search<'s> {
             self.pv.resize_with(ply + 2, Vec::new);
             self.moves.resize_with(ply + 2, Vec::new);
             self.worths.resize(ply + 2, None);
+            self.outs.resize(ply + 2, None);
             self.killers.resize(ply + 2, [None; 2]);
         }
         self.pv[ply].clear();
@@ -834,6 +866,7 @@ impl<'s> Search<'s> {
             return self.frontier(node, ply, alpha, beta, true);
         }
         let alpha0 = alpha;
+        self.outs[ply] = None;
         // Below the root's moves, null-window nodes alternate: cut nodes (the first move
         // refutes) at odd plies, all-nodes (every move fails) at even ones. A frontier child
         // of a cut node is expected to fail low, where `fails_high` is wasted; after a first
@@ -1087,6 +1120,47 @@ impl<'s> Search<'s> {
         let e = Entry { value: value16, depth: 1, bound: Bound::Lower, solved: !horizon, mv: 0 };
         self.sh.table.put_if_vacant(head.hash, e);
         Some((value, horizon))
+    }
+
+    /// Whether the node `head` (reached by `mv` from `node`), more than one ply above the
+    /// horizon, fails high by its mover going out in a lane `mv` leaves as they were: the
+    /// game's end is exact at any depth, and it is found from `node`'s board, as in
+    /// `fails_high`, without building `head`'s. Where the opponent of a searching side can go
+    /// out, most of its moves are refuted that way, and the lanes they change rarely hold the
+    /// only way out. The bound, stored as `fails_high` stores its own.
+    fn goes_out_high(&mut self, mv: &Move, head: Node, depth: u8, ply: usize, beta: i32) -> Option<(i32, bool)> {
+        let (me, opp) = (&head.racks[0], &head.racks[1]);
+        let (ctx, board) = (self.sh.ctx, &self.board);
+        let outs = self.outs[ply - 1].get_or_insert_with(|| self.plays.outs(&mut self.mg, ctx, board, me.tiles()));
+        if outs.iter().all(Option::is_none) {
+            return None;
+        }
+        let touched = match mv.kind {
+            Kind::Place => board.touched_by(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles()),
+            _ => 0,
+        };
+        // The first best, as `Plays::best` would find it.
+        let mut best: Option<(Move, i32)> = None;
+        for (bit, out) in outs.iter().enumerate() {
+            if let Some((m, w)) = *out
+                && touched >> bit & 1 == 0
+                && best.is_none_or(|(_, b)| w > b)
+            {
+                best = Some((m, w));
+            }
+        }
+        let (reply, worth) = best?;
+        // As in `frontier`: the score, the rack's face value and the opponent's rack, twice.
+        let value = head.spread + 2 * opp.value - me.value + worth;
+        if value < beta {
+            return None;
+        }
+        self.pv[ply].clear();
+        self.pv[ply].push(reply);
+        let value16 = (value - head.spread).clamp(i16::MIN as i32, i16::MAX as i32) as i16;
+        let e = Entry { value: value16, depth, bound: Bound::Lower, solved: true, mv: 0 };
+        self.sh.table.put_if_vacant(head.hash, e);
+        Some((value, false))
     }
 
     /// What stuck tiles add to a horizon value, from the mover's view: when one side holds

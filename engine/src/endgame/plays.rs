@@ -70,6 +70,9 @@ impl Lane {
     }
 }
 
+/// By lane, a play going out there and its worth, if there is one (`Plays::outs`).
+pub(super) type Outs = [Option<(Move, i32)>; LANES];
+
 /// No play, in `Lane`'s (index, worth) pairs.
 const NONE: (u32, i32) = (u32::MAX, 0);
 
@@ -348,6 +351,14 @@ impl Plays {
             lead.offer(bit, l.lead, l.lead.1);
         });
         out.at().or(lead.at()).map_or(Move::PASS, |at| self.plays[at])
+    }
+
+    /// For each lane of `board`, the first best play of `rack` going out there and its worth
+    /// (score plus the rack's face value), if it has one.
+    pub fn outs(&mut self, mg: &mut Generator, ctx: Ctx, board: &Board, rack: &[u8]) -> Outs {
+        let mut outs = [NONE; LANES];
+        self.each_lane(mg, ctx, board, rack, ALL_LANES, |bit, l| outs[bit] = l.out);
+        outs.map(|(at, worth)| (at != u32::MAX).then(|| (self.plays[at as usize], worth)))
     }
 
     /// Whether no move of `rack` in the lanes `lanes` of `board`, the pass (worth 0) included,
