@@ -480,6 +480,14 @@ fn next_depth(depth: u8, max_depth: u8) -> u8 {
     if (max_depth - depth) % 2 == 1 { depth + 1 } else { depth + 2 }
 }
 
+/// The lanes of `board` whose plays `mv` may change (`Board::touched_by`), without making it.
+fn touched_by(board: &Board, mv: &Move) -> u32 {
+    match mv.kind {
+        Kind::Place => board.touched_by(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles()),
+        _ => 0,
+    }
+}
+
 /// The result of one completed iteration.
 struct Iteration {
     value: i32,
@@ -1095,10 +1103,7 @@ impl<'s> Search<'s> {
         }
         let (me, opp) = (&head.racks[0], &head.racks[1]);
         let base = head.spread + opp.value - me.value;
-        let touched = match mv.kind {
-            Kind::Place => self.board.touched_by(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles()),
-            _ => 0,
-        };
+        let touched = touched_by(&self.board, mv);
         // The lanes the move leaves as they were are the same on `node`'s board.
         let (ctx, board) = (self.sh.ctx, &self.board);
         let best = self.plays.best(&mut self.mg, ctx, board, me.tiles(), opp.value, ALL_LANES & !touched);
@@ -1135,10 +1140,7 @@ impl<'s> Search<'s> {
         if outs.iter().all(Option::is_none) {
             return None;
         }
-        let touched = match mv.kind {
-            Kind::Place => board.touched_by(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles()),
-            _ => 0,
-        };
+        let touched = touched_by(board, mv);
         // The first best, as `Plays::best` would find it.
         let mut best: Option<(Move, i32)> = None;
         for (bit, out) in outs.iter().enumerate() {
