@@ -5,7 +5,8 @@
 # coordinator takes little CPU from it), and one volunteer that plays GAMES static-vs-static
 # games with --exit-when-idle. Reports the experiment's games per second from its first claim
 # to its last result (start-up, batch sizing and every upload included), and the CPU seconds
-# of the volunteer. Needs a Postgres at PGURL (a database `lexhive_scaling` is dropped and made
+# of the volunteer and of the coordinator (which, with Postgres, shares the volunteer's cores
+# here). Needs a Postgres at PGURL (a database `lexhive_scaling` is dropped and made
 # there) and should run on an otherwise idle machine. VOLUNTEER=path/to/worker times another
 # build's volunteer against this build's coordinator.
 set -euo pipefail
@@ -32,10 +33,11 @@ for n in $THREADS; do
   /usr/bin/time -f "%U %S" -o "$D/cpu" env LEXHIVE_CONFIG_DIR=$D/config LEXHIVE_CACHE_DIR=$D/cache \
     "$VOLUNTEER" volunteer --coordinator http://127.0.0.1:$PORT --name "scaling-$n" --threads "$n" --exit-when-idle \
     >"$D/volunteer.log" 2>&1
+  coord=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' /proc/$CP/stat)
   secs=$(psql "$DATABASE_URL" -Atc "select extract(epoch from finished_at - started_at) from experiments")
   batches=$(psql "$DATABASE_URL" -Atc "select count(*) from batch_results")
   cpu=$(awk '{print $1 + $2}' "$D/cpu")
-  echo "threads $n: $GAMES games in $secs s = $(echo "scale=1; $GAMES / $secs" | bc) games/s ($batches batches); volunteer $cpu CPU-s"
+  echo "threads $n: $GAMES games in $secs s = $(echo "scale=1; $GAMES / $secs" | bc) games/s ($batches batches); volunteer $cpu CPU-s, coordinator $coord CPU-s"
   kill $CP; wait $CP 2>/dev/null || true
   rm -rf "$D"
 done
