@@ -33,7 +33,9 @@
 //!   thousands of moves, none holding more than a few percent of the search, so each thread
 //!   takes the next move not yet taken. They share the table. The best move is the first in
 //!   the root's order among those of the best value, whichever thread finds it, as on one
-//!   thread; an exact value never depends on the number of threads.
+//!   thread; an exact value never depends on the number of threads. The first move, searched
+//!   with the full window, can be most of a depth's work: a thread left without moves then
+//!   searches that move's later replies for the table, ahead of the thread searching it.
 //!
 //! Rules are the game's ([`crate::game`]): going out scores twice the opponent's rack; six
 //! scoreless turns in a row end the game with each rack's value taken from its owner.
@@ -300,6 +302,8 @@ struct RootJob {
     beta: i32,
     /// In search order: the table's move first.
     moves: Vec<Move>,
+    /// The value the window is centred on (the last iteration's), if it is a narrow one.
+    guess: Option<i32>,
     state: Mutex<RootState>,
     finished: Condvar,
 }
@@ -320,6 +324,8 @@ struct RootState {
     horizon: bool,
     /// A move reached beta: no more moves are taken.
     cut: bool,
+    /// The first move, searched in full, is being searched.
+    first_busy: bool,
 }
 
 impl RootJob {
@@ -624,9 +630,12 @@ impl<'s> Search<'s> {
             pv: Vec::new(),
             horizon: false,
             cut: false,
+            first_busy: false,
         };
         let moves = self.root_moves(root).into_iter().map(|(_, m)| m).collect();
-        let job = Arc::new(RootJob { depth, alpha, beta, moves, state: Mutex::new(state), finished: Condvar::new() });
+        let guess = (alpha > -INF && beta < INF).then(|| (alpha + beta) / 2);
+        let job =
+            Arc::new(RootJob { depth, alpha, beta, moves, guess, state: Mutex::new(state), finished: Condvar::new() });
         {
             let mut slot = self.sh.job.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             *slot = (slot.0 + 1, Some(job.clone()));
@@ -683,11 +692,20 @@ impl<'s> Search<'s> {
         loop {
             let (i, alpha, best_at) = {
                 let mut st = job.state();
-                if st.next >= n || st.cut {
+                if st.cut {
+                    return;
+                }
+                if st.next >= n {
+                    let warm = st.first_busy;
+                    drop(st);
+                    if warm {
+                        self.warm(root, job);
+                    }
                     return;
                 }
                 st.next += 1;
                 st.busy += 1;
+                st.first_busy |= st.next == 1;
                 (st.next - 1, st.alpha, st.best_at)
             };
             let taken = Taken(job);
@@ -724,6 +742,7 @@ impl<'s> Search<'s> {
             std::mem::forget(taken);
             let mut st = job.state();
             st.busy -= 1;
+            st.first_busy &= i != 0;
             if !self.stopped {
                 st.horizon |= h;
                 if v > st.best || (v == st.best && i < st.highest_at) {
@@ -744,6 +763,37 @@ impl<'s> Search<'s> {
                 job.finished.notify_all();
             }
         }
+    }
+
+    /// A thread that finds no root move left while another thread still searches the first
+    /// (the best so far, in full, and often most of the work): search the first move's replies
+    /// the way that thread will after its first reply, from the last back, with a null window at
+    /// the last iteration's value, for the table. Its values are thrown away; the other
+    /// thread finds the replies' subtrees in the table. Ends when that thread is done with the
+    /// move.
+    fn warm(&mut self, root: &Node, job: &RootJob) {
+        let Some(guess) = job.guess.filter(|_| job.depth >= 3) else { return };
+        let Next::Go(head) = self.step(root, &job.moves[0]) else { return };
+        let mark = self.make(&job.moves[0], &head, 1);
+        if !self.arrive(1) {
+            self.outs[1] = None;
+            self.worths[1] = None;
+            let mut replies = std::mem::take(&mut self.moves[1]);
+            replies.clear();
+            self.order(&head, 1, None, &mut replies);
+            for &(_, reply) in replies.iter().skip(1).rev() {
+                if self.stopped || !job.state().first_busy {
+                    break;
+                }
+                if let Next::Go(next) = self.step(&head, &reply) {
+                    let made = &mut None;
+                    self.visit(&reply, next, made, job.depth - 2, 2, guess - 1, guess, true);
+                    self.unmake(made.take());
+                }
+            }
+            self.moves[1] = replies;
+        }
+        self.unmake(Some(mark));
     }
 
     #[inline]
