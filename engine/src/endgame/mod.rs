@@ -776,11 +776,12 @@ impl<'s> Search<'s> {
         let Next::Go(head) = self.step(root, &job.moves[0]) else { return };
         let mark = self.make(&job.moves[0], &head, 1);
         if !self.arrive(1) {
+            // As `expand` sets up a node at ply 1 for its children.
             self.outs[1] = None;
-            self.worths[1] = None;
             let mut replies = std::mem::take(&mut self.moves[1]);
             replies.clear();
             self.order(&head, 1, None, &mut replies);
+            self.note_worths(&head, job.depth - 1, 1);
             for &(_, reply) in replies.iter().skip(1).rev() {
                 if self.stopped || !job.state().first_busy {
                     break;
@@ -792,6 +793,7 @@ impl<'s> Search<'s> {
                 }
             }
             self.moves[1] = replies;
+            self.worths[1] = None;
         }
         self.unmake(Some(mark));
     }
