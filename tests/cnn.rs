@@ -39,7 +39,7 @@ async fn cnn_bots_play_on_the_volunteers_that_can_run_them() -> Result<()> {
         .last()
         .context("no sha256 printed")?
         .to_string();
-    ensure!(shared::experiment::is_sha256(&sha), "{sha}");
+    ensure!(shared::spec::is_sha256(&sha), "{sha}");
     let example = std::fs::read_to_string(repo().join("examples/cnn-vs-static.toml"))?;
     ensure!(example.contains(&sha), "examples/cnn-vs-static.toml names another model than {sha}");
 

@@ -106,7 +106,7 @@ fn games(dir: &std::path::Path, batch: &Value, bots: [&str; 2]) -> Result<(Logge
             })
             .collect();
         let s = engine::gcg::summarize(&text, "liar")?;
-        outcomes.push(engine::autoplay::Outcome {
+        outcomes.push(engine::record::Outcome {
             id,
             seat_bot,
             scores: s.scores,

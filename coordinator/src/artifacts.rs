@@ -2,8 +2,8 @@
 //! value nets), kept in Postgres so that any coordinator can serve them, and fetched by
 //! workers by sha256.
 
-use crate::AppState;
 use crate::error::{Error, Result};
+use crate::state::AppState;
 use anyhow::Context;
 use axum::extract::{Path, State};
 use axum::http::header;
@@ -79,7 +79,7 @@ pub async fn ensure_defaults(db: &sqlx::PgPool, lexica: &FsPath) -> anyhow::Resu
 }
 
 /// The artifacts an experiment runs with: its pinned ones, the defaults for the rest.
-pub async fn resolve(db: &sqlx::PgPool, pinned: &shared::experiment::Artifacts) -> Result<Vec<ArtifactRef>> {
+pub async fn resolve(db: &sqlx::PgPool, pinned: &shared::spec::Artifacts) -> Result<Vec<ArtifactRef>> {
     let mut out = Vec::new();
     for role in ROLES {
         let pin = pinned.pinned(role);

@@ -2,8 +2,8 @@
 //! role it grants (and the worker or owner it belongs to, for their tokens). Deleting the row
 //! revokes the token.
 
-use crate::AppState;
 use crate::error::Error;
+use crate::state::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};

@@ -1,8 +1,8 @@
 //! Endgame experiments as researchers see them: every solved position with its cross-checks,
 //! the solve-time distribution, and disagreements between workers.
 
-use crate::AppState;
 use crate::error::Result;
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::Serialize;

@@ -1,14 +1,15 @@
 //! Experiments: submission (parse, validate, store experiment and cells), stopping, and the
 //! views the dashboards and `/api/v1/experiments` show.
 
-use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use shared::experiment::{self, ExperimentSpec, JobKind};
+use shared::experiment::{self, ExperimentSpec};
+use shared::kinds::{JobKind, matches};
 use shared::protocol::Submitted;
 use shared::stats::{Evidence, MatchTally, Sprt, SprtDecision};
 use sqlx::types::Json as Db;
@@ -22,7 +23,7 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
     let mut artifacts = crate::artifacts::resolve(&st.db, &spec.artifacts).await?;
     let dist = crate::artifacts::distribution(&st.db, &artifacts).await?;
     spec.check_positions(&dist).map_err(|e| Error::unprocessable(e.to_string()))?;
-    artifacts.extend(crate::artifacts::resolve_models(&st.db, &experiment::models(&cells)).await?);
+    artifacts.extend(crate::artifacts::resolve_models(&st.db, &matches::models(&cells)).await?);
     let needs = experiment::needs(&spec, &cells);
     let id = Uuid::new_v4();
     let mut tx = st.db.begin().await?;

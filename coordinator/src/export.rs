@@ -2,12 +2,12 @@
 //! contributors and endgame solutions as CSV (rates are fractions 0..1, empty where there is
 //! nothing to say yet; fields quoted as RFC 4180 says), and its games as one gzip stream.
 
-use crate::AppState;
 use crate::endgames::{self, Outcome};
 use crate::error::Error;
 use crate::error::Result;
 use crate::experiments::detail;
 use crate::logstore::{Log, LogStore};
+use crate::state::AppState;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::header;

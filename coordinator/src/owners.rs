@@ -3,9 +3,9 @@
 //! (a Sybil) cannot agree with themselves. Registration is open or by invitation, rate-limited
 //! per address; names are unique and printable; an admin lists, bans and revokes.
 
-use crate::AppState;
 use crate::auth::{self, Role};
 use crate::error::{Error, Result};
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;

@@ -14,14 +14,18 @@
 //! - A worker holds at most `max_leases` batches; a lease ends at the batch's deadline whatever
 //!   the heartbeats say. A quarantined worker gets no work.
 
-use crate::AppState;
 use crate::auth::{self, Caller, Role};
 use crate::error::{Error, Result};
 use crate::owners::{self, Peer, Registration};
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
 use shared::PROTOCOL_VERSION;
-use shared::experiment::{ExperimentKind, ExperimentSpec, JobKind, PositionSource};
+use shared::experiment::ExperimentSpec;
+use shared::kinds::endgame::{EndgameJob, EndgamePosition, PositionSource};
+use shared::kinds::matches::MatchJob;
+use shared::kinds::wintable::WintableJob;
+use shared::kinds::{ExperimentKind, JobKind};
 use shared::protocol::*;
 use sqlx::types::Json as Db;
 use sqlx::{Postgres, Transaction};
@@ -66,10 +70,10 @@ fn check_kinds(names: &[String]) -> Result<Vec<String>> {
     if kinds.is_empty() {
         return Err(Error::unprocessable(format!(
             "kinds: name at least one job kind this coordinator runs ({}); got {names:?}",
-            kind_names(&JobKind::ALL).join(", ")
+            JobKind::names(JobKind::ALL).join(", ")
         )));
     }
-    Ok(kind_names(&kinds))
+    Ok(JobKind::names(&kinds))
 }
 
 /// A worker's GPU as stored: its name (checked like worker names) and memory.

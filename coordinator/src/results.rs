@@ -1,13 +1,13 @@
 //! Batch results: the upload (accepted once per batch and lease, with the cell's tally updated
 //! in the same transaction), the logs, and recomputing cell tallies from stored results.
 
-use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::experiments::sprt_reason;
 use crate::logstore::Log;
 use crate::queue::{lease_error, settle_experiment};
 use crate::replicas;
+use crate::state::AppState;
 use crate::{endgames, ledger};
 use axum::Json;
 use axum::extract::{Path, State};
@@ -15,7 +15,8 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use base64::Engine as _;
 use engine::winpct::WinSamples;
-use shared::experiment::{ExperimentKind, ExperimentSpec};
+use shared::experiment::ExperimentSpec;
+use shared::kinds::ExperimentKind;
 use shared::protocol::{ArtifactRef, JobResult, ResultUpload, UploadResponse};
 use shared::stats::{Evidence, MatchTally};
 use sqlx::types::Json as Db;
@@ -340,7 +341,7 @@ pub struct Policy {
 }
 
 impl Policy {
-    pub fn of(cfg: &crate::ServeArgs) -> Self {
+    pub fn of(cfg: &crate::config::Config) -> Self {
         Policy { min_owners: if cfg.replicate_until == 0 { 1 } else { 2 } }
     }
 }
@@ -494,7 +495,7 @@ async fn record_endgames(
     b: &BatchRow,
     owner: Uuid,
     trusted: bool,
-    solved: &[shared::protocol::Solved],
+    solved: &[shared::kinds::endgame::Solved],
 ) -> Result<String> {
     let worker =
         b.lease_owner.ok_or_else(|| Error::internal(format!("recording batch {batch} with no lease holder")))?;

@@ -11,15 +11,16 @@
 //! distribution, layout) loaded once per coordinator and experiment artifacts.
 
 use crate::error::{Error, Result};
-use engine::autoplay::{GameRecord, Outcome};
 use engine::board::Layout;
 use engine::game::Game;
 use engine::gcg::CSV_HEADER;
 use engine::lexicon::Kwg;
 use engine::movegen::Ctx;
+use engine::record::{GameRecord, Outcome};
 use engine::tiles::Distribution;
 use engine::winpct::WinSamples;
-use shared::protocol::{ArtifactRef, WINTABLE_BOT, WinCounts, split_gcg_bundle};
+use shared::kinds::wintable::{WINTABLE_BOT, WinCounts};
+use shared::protocol::{ArtifactRef, split_gcg_bundle};
 use shared::stats::MatchTally;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

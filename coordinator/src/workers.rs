@@ -1,7 +1,7 @@
 //! The volunteers: who they are, when they were last seen, what they contributed.
 
-use crate::AppState;
 use crate::error::Result;
+use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use chrono::{DateTime, Utc};

@@ -9,7 +9,9 @@
 
 use crate::board::{ACROSS, Board, DIM, DOWN, Layout, SQUARES, idx};
 use crate::error::DataError;
-use crate::game::Game;
+use crate::game::{Game, board_counts};
+use crate::gcg::Replay;
+use crate::leaves::Klv;
 use crate::movegen::Ctx;
 use crate::moves::{Kind, Move};
 use crate::tiles::{BLANK, BLANK_BIT, Distribution, RACK_SIZE, letter_of};
@@ -239,6 +241,90 @@ impl Encoder {
             }
         }
         (v as f32, c as f32)
+    }
+
+    /// Appends one record per turn of a finished game's replayed log for the CNN (`crate::features`): the
+    /// frame of the move from the mover's view, transposed if asked, then the target (see [`Target`]).
+    /// `leaves` values each move's leave. Returns the number of records, or why the log cannot
+    /// give any.
+    pub fn records(
+        &self,
+        log: &Replay,
+        ctx: Ctx,
+        leaves: Option<&Klv>,
+        transposed: bool,
+        target: Target,
+        out: &mut Vec<f32>,
+    ) -> Result<usize, String> {
+        if !log.ended {
+            return Err("the game is not finished (no end-of-game line), so it has no outcome".into());
+        }
+        let dist = ctx.dist;
+        let total_tiles: usize = (0..dist.size() as u8).map(|t| dist.count(t) as usize).sum();
+        // Before each turn: both scores and the tiles on the board, for horizon targets.
+        let mut running = Vec::with_capacity(log.turns.len());
+        let (mut sc, mut tiles) = ([0i32; 2], 0usize);
+        for turn in &log.turns {
+            running.push((sc, tiles));
+            sc[turn.player] += turn.mv.score;
+            tiles += turn.mv.tiles_used();
+        }
+        let outcome = |p: usize| (log.scores[p] - log.scores[1 - p]).signum() as f32;
+        let target_of = |i: usize, p: usize| match target {
+            Target::Outcome => outcome(p),
+            Target::Horizon { plies, table } => match log.turns.get(i + plies.max(1)) {
+                None => outcome(p),
+                Some(later) => {
+                    let q = later.player;
+                    let (sc, tiles) = running[i + plies.max(1)];
+                    let unseen = total_tiles.saturating_sub(tiles + later.rack.len());
+                    let win = 2.0 * table.win_prob(sc[q] - sc[1 - q], unseen) as f32 - 1.0;
+                    if q == p { win } else { -win }
+                }
+            },
+        };
+        let mut board = Board::new();
+        let mut scores = [0i32; 2];
+        let mut unseen = Vec::with_capacity(100);
+        for (i, turn) in log.turns.iter().enumerate() {
+            let me = turn.player;
+            let mut counts = board_counts(&board);
+            for &t in &turn.rack {
+                counts[t as usize] += 1;
+            }
+            unseen.clear();
+            for t in 0..dist.size() as u8 {
+                let n = dist.count(t).saturating_sub(counts[t as usize]);
+                unseen.extend(std::iter::repeat_n(t, n as usize));
+            }
+            // While the bag has tiles the opponent holds a full rack; once it is empty, the
+            // unseen tiles are their rack.
+            let bag = unseen.len() - unseen.len().min(RACK_SIZE);
+            let last = log.turns[..i].last().filter(|t| t.player != me).map(|t| &t.mv);
+            let before = Before {
+                board: &board,
+                rack: &turn.rack,
+                unseen: &unseen,
+                bag,
+                spread: scores[me] - scores[1 - me],
+                opponent_last: last,
+            };
+            let leave_value = leaves.map_or(0.0, |k| k.value(&turn.mv.leave(&turn.rack)));
+            let start = out.len();
+            out.resize(start + RECORD_LEN, 0.0);
+            let record = &mut out[start..];
+            self.encode(ctx, &before, &turn.mv, leave_value, &mut record[..FRAME_LEN]);
+            if transposed {
+                transpose(&mut record[..FRAME_LEN]);
+            }
+            record[FRAME_LEN] = target_of(i, me);
+            if turn.mv.kind == Kind::Place {
+                let mv = &turn.mv;
+                board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), ctx.kwg, dist);
+            }
+            scores[me] += turn.mv.score;
+        }
+        Ok(log.turns.len())
     }
 }
 

@@ -1,14 +1,13 @@
 //! Game logs: GCG (the standard annotated-game format) and a per-turn CSV; and a GCG reader
 //! that replays a game move by move, checking every move's legality and score.
 
-use crate::autoplay::GameRecord;
 use crate::board::{ACROSS, Board, DIM};
 use crate::error::DataError;
-use crate::features::{Before, Encoder, FRAME_LEN, RECORD_LEN, Target, transpose};
-use crate::game::{Game, Turn, board_counts};
-use crate::leaves::{Klv, RackLeaves};
+use crate::game::{Game, Turn};
+use crate::leaves::RackLeaves;
 use crate::movegen::{Ctx, Generator, Mode, Request};
 use crate::moves::{Kind, Move, parse_coord};
+use crate::record::GameRecord;
 use crate::tiles::{Distribution, RACK_SIZE, letter_of};
 use std::fmt::Write;
 
@@ -95,93 +94,6 @@ pub struct Replay {
     pub turns: Vec<LoggedTurn>,
     /// Whether the log has end-of-game lines (the game was finished).
     pub ended: bool,
-}
-
-impl Replay {
-    /// Appends one record per turn of this finished game for the CNN (`crate::features`): the
-    /// frame of the move from the mover's view, transposed if asked, then the target (see [`Target`]).
-    /// `leaves` values each move's leave. Returns the number of records, or why the log cannot
-    /// give any.
-    pub fn records(
-        &self,
-        encoder: &Encoder,
-        ctx: Ctx,
-        leaves: Option<&Klv>,
-        transposed: bool,
-        target: Target,
-        out: &mut Vec<f32>,
-    ) -> Result<usize, String> {
-        let log = self;
-        if !log.ended {
-            return Err("the game is not finished (no end-of-game line), so it has no outcome".into());
-        }
-        let dist = ctx.dist;
-        let total_tiles: usize = (0..dist.size() as u8).map(|t| dist.count(t) as usize).sum();
-        // Before each turn: both scores and the tiles on the board, for horizon targets.
-        let mut running = Vec::with_capacity(log.turns.len());
-        let (mut sc, mut tiles) = ([0i32; 2], 0usize);
-        for turn in &log.turns {
-            running.push((sc, tiles));
-            sc[turn.player] += turn.mv.score;
-            tiles += turn.mv.tiles_used();
-        }
-        let outcome = |p: usize| (log.scores[p] - log.scores[1 - p]).signum() as f32;
-        let target_of = |i: usize, p: usize| match target {
-            Target::Outcome => outcome(p),
-            Target::Horizon { plies, table } => match log.turns.get(i + plies.max(1)) {
-                None => outcome(p),
-                Some(later) => {
-                    let q = later.player;
-                    let (sc, tiles) = running[i + plies.max(1)];
-                    let unseen = total_tiles.saturating_sub(tiles + later.rack.len());
-                    let win = 2.0 * table.win_prob(sc[q] - sc[1 - q], unseen) as f32 - 1.0;
-                    if q == p { win } else { -win }
-                }
-            },
-        };
-        let mut board = Board::new();
-        let mut scores = [0i32; 2];
-        let mut unseen = Vec::with_capacity(100);
-        for (i, turn) in log.turns.iter().enumerate() {
-            let me = turn.player;
-            let mut counts = board_counts(&board);
-            for &t in &turn.rack {
-                counts[t as usize] += 1;
-            }
-            unseen.clear();
-            for t in 0..dist.size() as u8 {
-                let n = dist.count(t).saturating_sub(counts[t as usize]);
-                unseen.extend(std::iter::repeat_n(t, n as usize));
-            }
-            // While the bag has tiles the opponent holds a full rack; once it is empty, the
-            // unseen tiles are their rack.
-            let bag = unseen.len() - unseen.len().min(RACK_SIZE);
-            let last = log.turns[..i].last().filter(|t| t.player != me).map(|t| &t.mv);
-            let before = Before {
-                board: &board,
-                rack: &turn.rack,
-                unseen: &unseen,
-                bag,
-                spread: scores[me] - scores[1 - me],
-                opponent_last: last,
-            };
-            let leave_value = leaves.map_or(0.0, |k| k.value(&turn.mv.leave(&turn.rack)));
-            let start = out.len();
-            out.resize(start + RECORD_LEN, 0.0);
-            let record = &mut out[start..];
-            encoder.encode(ctx, &before, &turn.mv, leave_value, &mut record[..FRAME_LEN]);
-            if transposed {
-                transpose(&mut record[..FRAME_LEN]);
-            }
-            record[FRAME_LEN] = target_of(i, me);
-            if turn.mv.kind == Kind::Place {
-                let mv = &turn.mv;
-                board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), ctx.kwg, dist);
-            }
-            scores[me] += turn.mv.score;
-        }
-        Ok(log.turns.len())
-    }
 }
 
 /// One move line of a log: who moved (by `#player` order), the rack shown, the move.
@@ -280,7 +192,7 @@ pub fn replay_at(text: &str, ctx: Ctx, source: &str, first_line: usize) -> Resul
 /// The game after the first `n` turns of a replayed log, for the player who moves next: the
 /// board, scores and history as logged, that player's rack `rack` (else the rack the log
 /// shows on their next turn), and the other tiles split between the opponent's rack (as many
-/// as they hold) and the bag in no particular order; a [`crate::view::View`] hides that split.
+/// as they hold) and the bag in no particular order; a player's view (`engine::view`) hides that split.
 pub fn game_at(replay: &Replay, n: usize, rack: Option<Vec<u8>>, ctx: Ctx) -> Result<Game, String> {
     let dist = ctx.dist;
     if n == 0 || n > replay.turns.len() {

@@ -10,9 +10,9 @@
 //! shrunk towards the model by `n / (n + SHRINK)`. A leave's value is relative to keeping
 //! nothing, which is worth 0.
 
-use crate::autoplay::GameRecord;
 use crate::leaves::Klv;
 use crate::moves::Kind;
+use crate::record::GameRecord;
 use crate::tiles::Distribution;
 use std::collections::HashMap;
 

@@ -18,6 +18,7 @@ pub mod lexicon;
 mod memory;
 pub mod movegen;
 pub mod moves;
+pub mod record;
 pub mod rng;
 pub mod sim;
 pub mod stats;

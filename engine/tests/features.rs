@@ -321,7 +321,7 @@ fn records_from_a_log_are_the_frames_the_players_saw() {
         let log = replay(&text, c, "game.gcg").unwrap();
         for transposed in [false, true] {
             let mut out = Vec::new();
-            assert_eq!(log.records(&enc, c, Some(&klv), transposed, Target::Outcome, &mut out), Ok(live.len()));
+            assert_eq!(enc.records(&log, c, Some(&klv), transposed, Target::Outcome, &mut out), Ok(live.len()));
             assert_eq!(out.len(), live.len() * RECORD_LEN);
             for (k, (player, frame)) in live.iter().enumerate() {
                 let record = &out[k * RECORD_LEN..][..RECORD_LEN];
@@ -342,7 +342,7 @@ fn records_from_a_log_are_the_frames_the_players_saw() {
         .unwrap();
         for plies in [1usize, 4] {
             let mut out = Vec::new();
-            log.records(&enc, c, None, false, Target::Horizon { plies, table: &table }, &mut out).unwrap();
+            enc.records(&log, c, None, false, Target::Horizon { plies, table: &table }, &mut out).unwrap();
             for (k, (player, _)) in live.iter().enumerate() {
                 let got = out[k * RECORD_LEN + FRAME_LEN];
                 let want = match horizon.get(k + plies) {
@@ -357,7 +357,7 @@ fn records_from_a_log_are_the_frames_the_players_saw() {
         }
         // A log cut before its end has no outcome to learn from.
         let cut: String = text.lines().filter(|l| !l.contains('(')).map(|l| format!("{l}\n")).collect();
-        let err = replay(&cut, c, "cut.gcg").unwrap().records(&enc, c, None, false, Target::Outcome, &mut Vec::new());
+        let err = enc.records(&replay(&cut, c, "cut.gcg").unwrap(), c, None, false, Target::Outcome, &mut Vec::new());
         assert!(err.unwrap_err().contains("not finished"));
     }
 }

@@ -91,3 +91,30 @@ fn data_modules_import_no_algorithm() {
         }
     }
 }
+
+/// The rules and their file formats: what a position, a move, a game and its log mean.
+const RULES: [&str; 7] = ["board", "moves", "movegen", "game", "record", "cgp", "gcg"];
+/// What chooses, judges or drives moves.
+const PLAYERS: [&str; 11] =
+    ["eval", "view", "bots", "sim", "infer", "endgame", "features", "winpct", "autoplay", "leavegen", "stats"];
+
+#[test]
+fn rules_reach_no_player() {
+    let graph = imports();
+    for rules in RULES {
+        for player in PLAYERS {
+            if let Some(p) = path(&graph, rules, player) {
+                panic!("the rules module `{rules}` reaches the player module `{player}`: {}", p.join(" -> "));
+            }
+        }
+    }
+}
+
+#[test]
+fn every_module_is_data_rules_or_player() {
+    let data = ["error", "memory", "tiles", "board", "lexicon", "leaves", "moves", "rng"];
+    for m in imports().keys() {
+        let places = [data.contains(&m.as_str()), RULES.contains(&m.as_str()), PLAYERS.contains(&m.as_str())];
+        assert!(places.iter().any(|&p| p), "module `{m}` is on no floor: add it to one in this test");
+    }
+}

@@ -6,7 +6,9 @@
 //! peers bumps [`PROTOCOL_VERSION`] (the rules are in [`protocol`]'s documentation).
 
 pub mod experiment;
+pub mod kinds;
 pub mod protocol;
+pub mod spec;
 pub mod stats;
 
 /// Version of the coordinator-worker protocol. A worker sends it when it registers and claims;

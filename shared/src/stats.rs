@@ -6,7 +6,7 @@
 //! Tallies are integer counts, so summing them in any order gives the same cell totals — the
 //! coordinator can recompute a cell from its stored batch results and compare exactly.
 
-use engine::autoplay::Outcome;
+use engine::record::Outcome;
 use engine::stats::{Welford, Z95, wilson};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -483,7 +483,7 @@ mod tests {
 
     #[test]
     fn outcomes_from_the_first_bots_view() {
-        use engine::autoplay::Outcome;
+        use engine::record::Outcome;
         let g = |id, seat_bot, scores| Outcome { id, seat_bot, scores, bingos: [1, 0], turns: [10, 9], micros: [0, 0] };
         // Pair 0: bot 0 wins leg 0 (first), draws leg 1. Pair 1: bot 1 wins both.
         let t = MatchTally::from_outcomes(&[
@@ -557,7 +557,7 @@ mod tests {
 
     #[test]
     fn tallier_pairs_legs_in_any_order_and_only_when_paired() {
-        use engine::autoplay::Outcome;
+        use engine::record::Outcome;
         let g = |id, seat_bot, scores| Outcome { id, seat_bot, scores, bingos: [0, 0], turns: [1, 1], micros: [0, 0] };
         let games =
             [g(3, [1, 0], [300, 400]), g(0, [0, 1], [400, 300]), g(2, [0, 1], [350, 350]), g(1, [1, 0], [1, 2])];

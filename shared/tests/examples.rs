@@ -1,6 +1,7 @@
 //! Every shipped example experiment is valid, and the contract's quick match is what it says.
 
-use shared::experiment::{ExperimentKind, ExperimentSpec};
+use shared::experiment::ExperimentSpec;
+use shared::kinds::ExperimentKind;
 
 #[test]
 fn every_example_parses() {

@@ -3,11 +3,12 @@
 
 use crate::data::{Data, DataArgs, load_leaves};
 use anyhow::{Context, Result, bail};
-use engine::autoplay::{GameRecord, play_leg};
+use engine::autoplay::play_leg;
 use engine::bots::{BotSpec, Player};
 use engine::gcg::{CSV_HEADER, write_csv, write_gcg};
 use engine::leaves::Klv;
 use engine::movegen::Generator;
+use engine::record::GameRecord;
 use engine::winpct::WinTable;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;

@@ -349,7 +349,8 @@ fn assemble(a: AssembleArgs) -> Result<()> {
                     let i = *index + k as u64;
                     let log = replay_at(&g.text, ctx, &g.source, g.first_line)?;
                     let mut records = Vec::with_capacity(log.turns.len() * RECORD_LEN);
-                    log.records(&encoder, ctx, klv.as_ref(), derive(a.seed, i) & 1 == 1, target, &mut records)
+                    encoder
+                        .records(&log, ctx, klv.as_ref(), derive(a.seed, i) & 1 == 1, target, &mut records)
                         .map_err(|e| anyhow::anyhow!("{}:{}: {e}", g.source, g.first_line))?;
                     Ok(records)
                 })

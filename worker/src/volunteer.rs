@@ -10,15 +10,18 @@ use crate::client::{Client, ClientError};
 use crate::data::Data;
 use anyhow::{Context, Result, bail};
 use base64::Engine as _;
-use engine::autoplay::GameRecord;
 use engine::bots::BotSpec;
 use engine::gcg::{CSV_HEADER, write_csv, write_gcg};
 use engine::leaves::Klv;
+use engine::record::GameRecord;
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use shared::PROTOCOL_VERSION;
-use shared::experiment::JobKind;
+use shared::kinds::JobKind;
+use shared::kinds::endgame::{EndgameJob, EndgameReport, Solved};
+use shared::kinds::matches::MatchJob;
+use shared::kinds::wintable::{WINTABLE_BOT, WinCounts, WintableJob};
 use shared::protocol::*;
 use shared::stats::MatchTally;
 use std::collections::BTreeMap;
@@ -66,7 +69,7 @@ pub struct Args {
 
 fn parse_kind(s: &str) -> Result<JobKind, String> {
     JobKind::parse(s.trim())
-        .ok_or_else(|| format!("`{s}` is not a job kind ({})", shared::protocol::kind_names(&JobKind::ALL).join(", ")))
+        .ok_or_else(|| format!("`{s}` is not a job kind ({})", JobKind::names(JobKind::ALL).join(", ")))
 }
 
 /// The endgame solver, made at the first endgame batch and kept: its table's entries are keyed
@@ -299,7 +302,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
         let req = ClaimRequest {
             protocol: PROTOCOL_VERSION,
             threads: threads as u32,
-            kinds: kind_names(&kinds),
+            kinds: JobKind::names(&kinds),
             rates: rates.clone(),
             capabilities: caps.clone(),
         };
@@ -595,7 +598,7 @@ async fn credential(
         protocol: PROTOCOL_VERSION,
         name: name.to_string(),
         threads: threads as u32,
-        kinds: kind_names(kinds),
+        kinds: JobKind::names(kinds),
         owner_token: owner_token.map(str::to_string),
         capabilities: capabilities.clone(),
     };
@@ -1031,7 +1034,7 @@ fn play(
         paired,
     };
     let names = [job.bot1.as_str(), job.bot2.as_str()];
-    let games: Mutex<Vec<(u64, engine::autoplay::Outcome, String, String)>> =
+    let games: Mutex<Vec<(u64, engine::record::Outcome, String, String)>> =
         Mutex::new(Vec::with_capacity(m.games as usize));
     let r = m.play(&|rec: &GameRecord| {
         if cancel.load(Ordering::Relaxed) {

@@ -9,15 +9,18 @@
 mod charts;
 mod plots;
 
-use crate::AppState;
 use crate::endgames::{self, Outcome, PositionView, SolveRow, TIME_BUCKETS};
 use crate::error::Result;
 use crate::experiments::{self, CellView, Detail};
+use crate::state::AppState;
 use axum::extract::{Path, State};
 use axum::response::Html;
 use charts::thousands;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
-use shared::experiment::{EndgameSpec, ExperimentKind, MatchSpec, PositionSource, WintableSpec};
+use shared::kinds::ExperimentKind;
+use shared::kinds::endgame::{EndgameSpec, PositionSource};
+use shared::kinds::matches::MatchSpec;
+use shared::kinds::wintable::WintableSpec;
 use uuid::Uuid;
 
 /// Seconds between automatic reloads of a page.

@@ -8,7 +8,7 @@ use super::charts::{
 };
 use crate::experiments::{CellView, History};
 use maud::{Markup, html};
-use shared::experiment::Axis;
+use shared::spec::Axis;
 use shared::stats::{Evidence, pct};
 
 /// How a cell is named on a plot: `short` where room is tight, `full` in tooltips and legends.
