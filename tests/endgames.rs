@@ -5,11 +5,9 @@
 //! unverified; the dashboard in Chromium shows it all.
 
 use anyhow::Result;
-use base64::Engine as _;
 use e2e::*;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
-use std::io::Write;
 use std::time::Duration;
 
 const SET: &str = r#"
@@ -21,23 +19,6 @@ generate = { count = 10, extra = 4 }
 time = 30
 cross_check = 1.0
 "#;
-
-fn gz64(text: &str) -> (String, String) {
-    use sha2::Digest;
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    e.write_all(text.as_bytes()).unwrap();
-    let sha = hex::encode(sha2::Sha256::digest(text.as_bytes()));
-    (base64::engine::general_purpose::STANDARD.encode(e.finish().unwrap()), sha)
-}
-
-async fn post(http: &reqwest::Client, url: &str, token: Option<&str>, body: Value) -> (u16, Value) {
-    let mut r = http.post(url).json(&body);
-    if let Some(t) = token {
-        r = r.bearer_auth(t);
-    }
-    let resp = r.send().await.expect("request");
-    (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> {

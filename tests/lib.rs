@@ -576,3 +576,24 @@ pub async fn check_documented(url: &str, template: &str, path: &str) -> Result<(
     ensure!(errors.is_empty(), "GET {path} does not match its description:\n{}", errors.join("\n"));
     Ok((status, body))
 }
+
+/// A log as uploads carry it: base64 of gzip, and the sha256 of the text.
+pub fn gz64(text: &str) -> (String, String) {
+    use base64::Engine as _;
+    use sha2::Digest;
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(text.as_bytes()).expect("gzip into memory");
+    let sha = hex::encode(sha2::Sha256::digest(text.as_bytes()));
+    (base64::engine::general_purpose::STANDARD.encode(e.finish().expect("gzip into memory")), sha)
+}
+
+/// POST `body` as JSON (with a bearer token, if any): the status and the JSON answer.
+pub async fn post(http: &reqwest::Client, url: &str, token: Option<&str>, body: Value) -> (u16, Value) {
+    let mut r = http.post(url).json(&body);
+    if let Some(t) = token {
+        r = r.bearer_auth(t);
+    }
+    let resp = r.send().await.expect("request");
+    (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+}

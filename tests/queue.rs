@@ -3,10 +3,8 @@
 //! park a batch, stopping an experiment, and two coordinators claiming side by side.
 
 use anyhow::{Result, ensure};
-use base64::Engine as _;
 use e2e::*;
 use serde_json::{Value, json};
-use std::io::Write;
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
@@ -67,18 +65,6 @@ impl Api {
 }
 
 const ALL_KINDS: [&str; 3] = ["match", "endgame", "wintable"];
-
-fn gz64(text: &str) -> (String, String) {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    e.write_all(text.as_bytes()).unwrap();
-    let sha: String = sha2_hex(text.as_bytes());
-    (base64::engine::general_purpose::STANDARD.encode(e.finish().unwrap()), sha)
-}
-
-fn sha2_hex(b: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(b))
-}
 
 /// An upload for `pairs` pairs all won twice by the first bot.
 fn upload(lease: &Value, pairs: u64) -> Value {

@@ -13,6 +13,7 @@ use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::IntoResponse;
 use futures_util::stream::{BoxStream, StreamExt, TryStreamExt};
+use shared::kinds::JobKind;
 use shared::protocol::JobResult;
 use sqlx::types::Json as Db;
 use uuid::Uuid;
@@ -209,9 +210,12 @@ pub async fn logged_batches(db: &sqlx::PgPool, id: Uuid) -> Result<Option<Vec<(U
     let kind: Option<(String,)> =
         sqlx::query_as("SELECT kind FROM experiments WHERE id = $1").bind(id).fetch_optional(db).await?;
     let Some((kind,)) = kind else { return Ok(None) };
-    if kind == "endgame" {
+    let kind =
+        JobKind::parse(&kind).ok_or_else(|| Error::internal(format!("experiment {id} of unknown kind `{kind}`")))?;
+    if !crate::kinds::facts(kind).logs_games {
         return Err(Error::not_found(format!(
-            "experiment {id} solves endgames: it has solutions (endgames.csv), not games"
+            "experiment {id} is a {} experiment: it logs no games (see its other exports)",
+            kind.as_str()
         )));
     }
     let mut rows: Vec<(Uuid, Uuid, i32, i64)> = sqlx::query_as(

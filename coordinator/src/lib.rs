@@ -12,6 +12,7 @@ mod endgames;
 mod error;
 mod experiments;
 mod export;
+mod kinds;
 mod ledger;
 mod logstore;
 mod outliers;

@@ -36,14 +36,16 @@ pub async fn quarantine(tx: &mut Transaction<'_, Postgres>, worker: Uuid, reason
     withdraw_solves(tx, worker, owner).await
 }
 
-/// Withdraw a worker's match and win-table results and requeue their batches for other owners.
+/// Withdraw a worker's results of the kinds judged whole by replicas (matches, win tables)
+/// and requeue their batches for other owners.
 async fn withdraw_results(tx: &mut Transaction<'_, Postgres>, worker: Uuid, owner: Uuid) -> Result<()> {
     let batches: Vec<(Uuid, Uuid)> = sqlx::query_as(
         "UPDATE batch_results r SET state = 'withdrawn' FROM experiments e
-         WHERE e.id = r.experiment_id AND e.kind <> 'endgame' AND r.worker_id = $1 AND r.state IN ('pending', 'valid')
+         WHERE e.id = r.experiment_id AND e.kind = ANY ($2) AND r.worker_id = $1 AND r.state IN ('pending', 'valid')
          RETURNING r.batch_id, r.cell_id",
     )
     .bind(worker)
+    .bind(crate::kinds::names_where(|k| k.replicated))
     .fetch_all(&mut **tx)
     .await?;
     let ids: Vec<Uuid> = batches.iter().map(|b| b.0).collect();

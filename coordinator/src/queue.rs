@@ -16,16 +16,13 @@
 
 use crate::auth::{self, Caller, Role};
 use crate::error::{Error, Result};
+use crate::kinds;
 use crate::owners::{self, Peer, Registration};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::{Path, State};
 use shared::PROTOCOL_VERSION;
-use shared::experiment::ExperimentSpec;
-use shared::kinds::endgame::{EndgameJob, EndgamePosition, PositionSource};
-use shared::kinds::matches::MatchJob;
-use shared::kinds::wintable::WintableJob;
-use shared::kinds::{ExperimentKind, JobKind};
+use shared::kinds::JobKind;
 use shared::protocol::*;
 use sqlx::types::Json as Db;
 use sqlx::{Postgres, Transaction};
@@ -182,21 +179,19 @@ pub async fn claim(
     }
     let caps = r.capabilities.names();
     let gpu = StoredGpu::of(&r.capabilities)?;
+    // One claim of a worker at a time, so that two at once cannot both pass `max_leases`; its
+    // row is read here and written last, after the batch and cell rows (the lock order
+    // uploads keep too: `results`).
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1::text, 1))").bind(worker).execute(&mut *tx).await?;
     let me: Me = sqlx::query_as(
-        "UPDATE workers SET last_seen = now(), threads = $2, kinds = $3, rates = $4, capabilities = $5,
-                gpu_name = $6, gpu_memory_mb = $7 WHERE id = $1
-         RETURNING owner_id, quarantine_reason, quarantined_at IS NOT NULL AS quarantined,
-                   (SELECT count(*) FROM batches WHERE lease_owner = $1 AND state = 'leased') AS leased",
+        "SELECT owner_id, quarantine_reason, quarantined_at IS NOT NULL AS quarantined,
+                (SELECT count(*) FROM batches WHERE lease_owner = $1 AND state = 'leased') AS leased
+         FROM workers WHERE id = $1",
     )
     .bind(worker)
-    .bind(threads)
-    .bind(&kinds)
-    .bind(Db(&rates))
-    .bind(&caps)
-    .bind(gpu.name)
-    .bind(gpu.memory_mb)
     .fetch_one(&mut *tx)
     .await?;
+    let seen = Seen { worker, threads, kinds: &kinds, rates: &rates, caps: &caps, gpu };
     if me.quarantined {
         return Err(Error::forbidden(format!(
             "this worker is quarantined ({}); its results were withdrawn. Ask the coordinator's operator",
@@ -204,6 +199,7 @@ pub async fn claim(
         )));
     }
     if me.leased >= st.cfg.max_leases as i64 {
+        seen.record(&mut tx).await?;
         tx.commit().await?;
         return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS }));
     }
@@ -239,12 +235,43 @@ pub async fn claim(
         }
     };
     let Some(batch) = batch else {
+        seen.record(&mut tx).await?;
         tx.commit().await?;
         return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS }));
     };
     let spec = batch_spec(&mut tx, batch, st.cfg.lease_secs).await?;
+    seen.record(&mut tx).await?;
     tx.commit().await?;
     Ok(Json(ClaimResponse::Batch(Box::new(spec))))
+}
+
+/// What a claim says of its worker, recorded on its row.
+struct Seen<'a> {
+    worker: Uuid,
+    threads: i32,
+    kinds: &'a [String],
+    rates: &'a std::collections::BTreeMap<String, f64>,
+    caps: &'a [String],
+    gpu: StoredGpu,
+}
+
+impl Seen<'_> {
+    async fn record(self, tx: &mut Transaction<'_, Postgres>) -> Result<()> {
+        sqlx::query(
+            "UPDATE workers SET last_seen = now(), threads = $2, kinds = $3, rates = $4, capabilities = $5,
+                    gpu_name = $6, gpu_memory_mb = $7 WHERE id = $1",
+        )
+        .bind(self.worker)
+        .bind(self.threads)
+        .bind(self.kinds)
+        .bind(Db(self.rates))
+        .bind(self.caps)
+        .bind(self.gpu.name)
+        .bind(self.gpu.memory_mb)
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
 }
 
 macro_rules! runnable_cell {
@@ -388,74 +415,20 @@ async fn carve(
     Ok(Some(id))
 }
 
-/// The position indices of an endgame batch: its explicit list, else its range.
-pub fn batch_positions(first: i64, count: i64, list: Option<Vec<i64>>) -> Vec<u64> {
-    list.map_or_else(
-        || (first..first + count).map(|i| i as u64).collect(),
-        |l| l.into_iter().map(|i| i as u64).collect(),
-    )
-}
-
-/// A leased batch with what its job is made from.
-#[derive(sqlx::FromRow)]
-struct LeasedBatch {
-    batch_id: Uuid,
-    lease_id: Uuid,
-    first_unit: i64,
-    units: i64,
-    positions: Option<Vec<i64>>,
-    experiment_id: Uuid,
-    experiment_name: String,
-    artifacts: Db<Vec<ArtifactRef>>,
-    spec: Db<ExperimentSpec>,
-    cell_id: Uuid,
-    cell_index: i32,
-    bots: Option<Db<[String; 2]>>,
-}
-
+/// The claim's answer: the leased batch and its job.
 async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs: u64) -> Result<BatchSpec> {
-    let b: LeasedBatch = sqlx::query_as(
-        "SELECT b.id AS batch_id, b.lease_id, b.first_unit, b.units, b.positions, e.id AS experiment_id, e.name AS experiment_name,
-                e.artifacts, e.spec, c.id AS cell_id, c.idx AS cell_index, c.bots
-         FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1",
-    )
-    .bind(batch)
-    .fetch_one(&mut **tx)
-    .await?;
-    let spec = b.spec.0;
-    let (first, count) = (b.first_unit as u64, b.units as u64);
-    let job = match &spec.kind {
-        ExperimentKind::Match(_) | ExperimentKind::Selfplay(_) => {
-            let [bot1, bot2] =
-                b.bots.ok_or_else(|| Error::internal(format!("match cell {} has no bots", b.cell_id)))?.0;
-            // Every cell plays the same deals, so cells differ only by their bots.
-            let job = MatchJob { bot1, bot2, seed: spec.seed, first_pair: first, pairs: count };
-            if matches!(spec.kind, ExperimentKind::Match(_)) { Job::Match(job) } else { Job::Selfplay(job) }
-        }
-        ExperimentKind::Endgame(e) => {
-            let (listed, extra) = match &e.source {
-                PositionSource::Listed(l) => (Some(l), 0),
-                PositionSource::Generated { extra, .. } => (None, *extra),
-            };
-            let positions = batch_positions(b.first_unit, b.units, b.positions)
-                .into_iter()
-                .map(|index| EndgamePosition { index, cgp: listed.and_then(|l| l.get(index as usize).cloned()) })
-                .collect();
-            Job::Endgame(EndgameJob { seed: spec.seed, extra, positions, plies: e.plies, time_ms: e.time_ms })
-        }
-        ExperimentKind::Wintable(_) => Job::Wintable(WintableJob { seed: spec.seed, first_pair: first, pairs: count }),
-    };
+    let b: kinds::Batch = sqlx::query_as(kinds::batch!("")).bind(batch).fetch_one(&mut **tx).await?;
     Ok(BatchSpec {
-        batch_id: b.batch_id,
-        lease_id: b.lease_id,
+        batch_id: b.id,
+        lease_id: b.lease_id.ok_or_else(|| Error::internal(format!("batch {batch} was claimed without a lease")))?,
         lease_secs,
         heartbeat_secs: (lease_secs / 4).max(1),
         experiment_id: b.experiment_id,
-        experiment_name: b.experiment_name,
+        experiment_name: b.experiment_name.clone(),
         cell_id: b.cell_id,
         cell_index: b.cell_index as u32,
-        artifacts: b.artifacts.0,
-        job,
+        artifacts: b.artifacts.0.clone(),
+        job: kinds::job(&b)?,
     })
 }
 
@@ -648,15 +621,17 @@ pub async fn reap(db: &sqlx::PgPool, max_failures: u32, deadline_secs: u64) -> R
     for b in &rows {
         tracing::warn!(batch = %b.id, state = %b.state, "lease expired");
         if b.overdue {
-            // A probe that outlived its deadline: the cell's bots are slower than it allows.
+            // A probe (a cell that plays bots, without a pace yet) that outlived its deadline:
+            // the cell's bots are slower than it allows.
             sqlx::query(concat!(
                 "UPDATE cells c SET probe_deadline_secs = 2 * greatest(coalesce(c.probe_deadline_secs, 0), $2)
                  WHERE c.id = $1 AND (",
                 unit_secs!(),
-                ") IS NULL AND (SELECT e.kind FROM experiments e WHERE e.id = c.experiment_id) IN ('match', 'selfplay')"
+                ") IS NULL AND (SELECT e.kind FROM experiments e WHERE e.id = c.experiment_id) = ANY ($3)"
             ))
             .bind(b.cell_id)
             .bind(deadline_secs as f64)
+            .bind(JobKind::names_where(|k| k.plays_bots))
             .execute(&mut *tx)
             .await?;
         }

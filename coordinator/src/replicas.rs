@@ -15,12 +15,9 @@ pub const MAX_RESULTS: usize = 5;
 /// What a replica must reproduce: the logs (the GCG and the per-turn CSV, whose equity column
 /// the coordinator cannot re-play) and every deterministic field of the result (not the
 /// thinking times, which differ from machine to machine).
+/// `result` is what of it a replica must reproduce (`kinds::replicable`).
 pub fn digest(result: &JobResult, gcg_sha256: &str, csv_sha256: &str) -> String {
-    let mut r = result.clone();
-    if let JobResult::Match(t) | JobResult::Selfplay(t) = &mut r {
-        t.micros = [0; 2];
-    }
-    let canonical = serde_json::to_string(&r).expect("results serialise");
+    let canonical = serde_json::to_string(result).expect("results serialise");
     crate::artifacts::sha256_hex(format!("{gcg_sha256}\n{csv_sha256}\n{canonical}").as_bytes())
 }
 
@@ -109,10 +106,11 @@ mod tests {
         let mut other = t;
         other.wins = 2;
         other.losses = 0;
-        let d = |t| digest(&JobResult::Match(t), "abc", "csv");
+        let replicable = |t| crate::kinds::replicable(&JobResult::Match(t));
+        let d = |t| digest(&replicable(t), "abc", "csv");
         assert_eq!(d(t), d(slow));
         assert_ne!(d(t), d(other));
-        assert_ne!(d(t), digest(&JobResult::Match(t), "abd", "csv"));
-        assert_ne!(d(t), digest(&JobResult::Match(t), "abc", "csw"));
+        assert_ne!(d(t), digest(&replicable(t), "abd", "csv"));
+        assert_ne!(d(t), digest(&replicable(t), "abc", "csw"));
     }
 }

@@ -1,23 +1,26 @@
-//! Batch results: the upload (accepted once per batch and lease, with the cell's tally updated
-//! in the same transaction), the logs, and recomputing cell tallies from stored results.
+//! Batch results: the upload, in stages (decode, authenticate the lease, check, verify,
+//! record and settle), the logs, and recomputing cell tallies from stored results.
+//!
+//! One transaction records an upload, and it takes its locks in one order, the queue's:
+//! the batch, then its cell (and the experiment's advisory lock when a cell ends), then the
+//! workers' rows. Claims (`queue`) take them in the same order.
 
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::experiments::sprt_reason;
+use crate::kinds::{self, Batch, Tx, Upload};
+use crate::ledger;
 use crate::logstore::Log;
 use crate::queue::{lease_error, settle_experiment};
 use crate::replicas;
 use crate::state::AppState;
-use crate::{endgames, ledger};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::IntoResponse;
 use base64::Engine as _;
-use engine::winpct::WinSamples;
 use shared::experiment::ExperimentSpec;
-use shared::kinds::ExperimentKind;
-use shared::protocol::{ArtifactRef, JobResult, ResultUpload, UploadResponse};
+use shared::protocol::{JobResult, ResultUpload, UploadResponse};
 use shared::stats::{Evidence, MatchTally};
 use sqlx::types::Json as Db;
 use std::io::Read;
@@ -53,40 +56,60 @@ fn check_log(field: &str, b64: &str, sha: &str) -> Result<(Vec<u8>, String)> {
     Ok((gz, text))
 }
 
-/// A match or wintable upload, checked against its batch before anything is locked
-/// (`verify`). An upload whose lease, kind or size is wrong is let through here: the
-/// transaction answers it.
-async fn verify_upload(
-    st: &AppState,
-    batch: Uuid,
-    worker: Uuid,
-    u: &ResultUpload,
-    logs: crate::verify::Texts,
-) -> Result<()> {
-    if matches!(u.result, JobResult::Endgame(_)) || st.cfg.verify_fraction == 0.0 {
-        return Ok(());
+/// An upload's logs, inflated and checked against their sha256 (stage 1).
+struct Decoded {
+    gcg_gz: Vec<u8>,
+    csv_gz: Vec<u8>,
+    texts: crate::verify::Texts,
+}
+
+/// Stage 1: inflate the logs, boundedly, off the async threads and before any transaction.
+async fn decode(u: std::sync::Arc<ResultUpload>) -> Result<Decoded> {
+    tokio::task::spawn_blocking(move || -> Result<Decoded> {
+        let (gcg_gz, gcg) = check_log("gcg_gz", &u.logs.gcg_gz, &u.logs.gcg_sha256)?;
+        let (csv_gz, csv) = check_log("csv_gz", &u.logs.csv_gz, &u.logs.csv_sha256)?;
+        Ok(Decoded { gcg_gz, csv_gz, texts: crate::verify::Texts { gcg, csv } })
+    })
+    .await
+    .map_err(|e| Error::internal(e.to_string()))?
+}
+
+/// Whose lease an upload quotes.
+enum Lease {
+    /// The worker's, held now.
+    Held,
+    /// The worker's, whose result is recorded already: a repeat changes nothing.
+    Recorded,
+}
+
+/// Stage 2: the upload quotes the batch's current lease and the worker holds it, or its
+/// result under that lease is recorded already. Run before the checks and again under the
+/// batch's lock.
+async fn authenticate(db: &mut sqlx::PgConnection, b: &Batch, worker: Uuid, lease: Uuid) -> Result<Lease> {
+    let done: Option<(Uuid,)> =
+        sqlx::query_as("SELECT worker_id FROM batch_results WHERE batch_id = $1 AND lease_id = $2")
+            .bind(b.id)
+            .bind(lease)
+            .fetch_optional(&mut *db)
+            .await?;
+    match done {
+        Some((by,)) if by != worker => Err(Error::forbidden("this lease belongs to another worker")),
+        Some(_) => Ok(Lease::Recorded),
+        None if b.state != "leased" || b.lease_id != Some(lease) => Err(lease_error(db, b.id, lease, worker).await),
+        None if b.lease_owner != Some(worker) => Err(Error::forbidden("this lease belongs to another worker")),
+        None => Ok(Lease::Held),
     }
-    #[derive(sqlx::FromRow)]
-    struct Leased {
-        state: String,
-        lease_id: Option<Uuid>,
-        lease_owner: Option<Uuid>,
-        first_unit: i64,
-        units: i64,
-        spec: Db<ExperimentSpec>,
-        artifacts: Db<Vec<ArtifactRef>>,
-        bots: Option<Db<[String; 2]>>,
-    }
-    let row: Option<Leased> = sqlx::query_as(
-        "SELECT b.state, b.lease_id, b.lease_owner, b.first_unit, b.units, e.spec, e.artifacts, c.bots
-         FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1",
-    )
-    .bind(batch)
-    .fetch_optional(&st.db)
-    .await?;
-    let Some(b) = row else { return Ok(()) };
-    let held = b.state == "leased" && b.lease_id == Some(u.lease_id) && b.lease_owner == Some(worker);
-    if !held || u.result.games() != 2 * b.units as u64 {
+}
+
+/// The answer to a repeat of a recorded upload.
+fn repeat() -> Json<UploadResponse> {
+    Json(UploadResponse { accepted: false, message: "already recorded; nothing changed".into() })
+}
+
+/// Stage 3: the kind's long checks (re-playing games), with the lease kept meanwhile. A
+/// refusal is counted against the worker.
+async fn verify(st: &AppState, b: &Batch, worker: Uuid, u: &ResultUpload, logs: crate::verify::Texts) -> Result<()> {
+    if st.cfg.verify_fraction == 0.0 {
         return Ok(());
     }
     // An upload under the lease is as good as a heartbeat: keep the lease while the games
@@ -95,58 +118,18 @@ async fn verify_upload(
         "UPDATE batches SET lease_expires = greatest(lease_expires, now() + make_interval(secs => $3))
          WHERE id = $1 AND lease_id = $2 AND state = 'leased'",
     )
-    .bind(batch)
+    .bind(b.id)
     .bind(u.lease_id)
     .bind(st.cfg.lease_secs as f64)
     .execute(&st.db)
     .await?;
-    let rules = st.rules.get(&st.db, &b.artifacts).await?;
-    let (seed, first_pair, pairs, fraction) =
-        (b.spec.seed, b.first_unit as u64, b.units as u64, st.cfg.verify_fraction);
-    let checked = match (&b.spec.kind, b.bots, u.result.clone()) {
-        (ExperimentKind::Match(_), Some(Db(bots)), JobResult::Match(tally))
-        | (ExperimentKind::Selfplay(_), Some(Db(bots)), JobResult::Selfplay(tally)) => {
-            let paired = matches!(b.spec.kind, ExperimentKind::Match(_));
-            let m = crate::verify::MatchBatch { batch, seed, first_pair, pairs, bots, paired };
-            tokio::task::spawn_blocking(move || crate::verify::check_match(&rules, &m, &logs, &tally, fraction)).await
-        }
-        (ExperimentKind::Wintable(_), _, JobResult::Wintable(counts)) => {
-            let w = crate::verify::WintableBatch { seed, first_pair, pairs };
-            tokio::task::spawn_blocking(move || crate::verify::check_wintable(&rules, &w, &logs, &counts)).await
-        }
-        _ => return Ok(()),
-    }
-    .map_err(|e| Error::internal(e.to_string()))?;
-    if let Err(why) = checked {
+    if let Err(why) = kinds::verify(st, b, &u.result, logs).await? {
         sqlx::query("UPDATE workers SET rejected = rejected + 1 WHERE id = $1").bind(worker).execute(&st.db).await?;
-        tracing::warn!(%batch, %worker, %why, "upload refused");
+        tracing::warn!(batch = %b.id, %worker, %why, "upload refused");
         return Err(Error::unprocessable(format!("{why}; nothing was recorded")));
     }
     Ok(())
 }
-
-#[derive(sqlx::FromRow)]
-struct BatchRow {
-    state: String,
-    lease_id: Option<Uuid>,
-    lease_owner: Option<Uuid>,
-    cell_id: Uuid,
-    experiment_id: Uuid,
-    first_unit: i64,
-    units: i64,
-    positions: Option<Vec<i64>>,
-    exclude_owners: Vec<Uuid>,
-    priority: i32,
-    /// The cell's bots (match cells only).
-    bots: Option<Db<[String; 2]>>,
-    /// The experiment's job kind.
-    kind: String,
-    /// The experiment's artifacts.
-    artifacts: Db<Vec<ArtifactRef>>,
-}
-
-/// Longest text field of a solved position.
-const MAX_SOLVED_TEXT: usize = 4000;
 
 /// `POST /api/v1/batches/{id}/result`.
 pub async fn upload(
@@ -156,115 +139,57 @@ pub async fn upload(
     Json(u): Json<ResultUpload>,
 ) -> Result<Json<UploadResponse>> {
     let worker = caller.worker()?;
-    // Logs are inflated and checked before any transaction: bounded work, and no row locked
-    // or connection held meanwhile.
     let u = std::sync::Arc::new(u);
-    let logs = u.clone();
-    let (gcg, gcg_text, csv) = tokio::task::spawn_blocking(move || -> Result<_> {
-        let (gcg, text) = check_log("gcg_gz", &logs.logs.gcg_gz, &logs.logs.gcg_sha256)?;
-        let (csv, csv_text) = check_log("csv_gz", &logs.logs.csv_gz, &logs.logs.csv_sha256)?;
-        Ok((gcg, crate::verify::Texts { gcg: text, csv: csv_text }, csv))
-    })
-    .await
-    .map_err(|e| Error::internal(e.to_string()))??;
-    verify_upload(&st, batch, worker, &u, gcg_text).await?;
+    let logs = decode(u.clone()).await?;
+    let b: Batch = {
+        let mut db = st.db.acquire().await?;
+        let b: Batch = sqlx::query_as(kinds::batch!(""))
+            .bind(batch)
+            .fetch_optional(&mut *db)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("no batch {batch}")))?;
+        if let Lease::Recorded = authenticate(&mut db, &b, worker, u.lease_id).await? {
+            return Ok(repeat());
+        }
+        kinds::check(&mut db, &b, &u.result).await?;
+        b
+    };
+    verify(&st, &b, worker, &u, logs.texts).await?;
     // The logs are stored before the row that names them (logstore's invariant); a repeat
     // upload finds them there.
-    let sizes = (gcg.len() as i64, csv.len() as i64);
-    st.logs.put(Log::Gcg, &u.logs.gcg_sha256, gcg).await?;
-    st.logs.put(Log::Csv, &u.logs.csv_sha256, csv).await?;
+    let sizes = (logs.gcg_gz.len() as i64, logs.csv_gz.len() as i64);
+    st.logs.put(Log::Gcg, &u.logs.gcg_sha256, logs.gcg_gz).await?;
+    st.logs.put(Log::Csv, &u.logs.csv_sha256, logs.csv_gz).await?;
+    record(&st, batch, worker, &u, sizes).await
+}
+
+/// Stages 4 and 5, in one transaction: lock the batch, authenticate the lease again under the
+/// lock, record the result, settle it (`kinds::settle`), and count it for the worker.
+async fn record(
+    st: &AppState,
+    batch: Uuid,
+    worker: Uuid,
+    u: &ResultUpload,
+    (gcg_bytes, csv_bytes): (i64, i64),
+) -> Result<Json<UploadResponse>> {
     let mut tx = st.db.begin().await?;
-    let row: Option<BatchRow> = sqlx::query_as(
-        "SELECT b.state, b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.first_unit, b.units, b.positions,
-                    b.exclude_owners, b.priority, e.kind, e.artifacts, c.bots
-             FROM batches b JOIN experiments e ON e.id = b.experiment_id JOIN cells c ON c.id = b.cell_id
-             WHERE b.id = $1 FOR NO KEY UPDATE OF b",
-    )
-    .bind(batch)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(b) = row else {
-        return Err(Error::not_found(format!("no batch {batch}")));
-    };
-    let (state, lease, owner, cell, experiment, units) =
-        (b.state.clone(), b.lease_id, b.lease_owner, b.cell_id, b.experiment_id, b.units);
-    // A batch holds one result per lease (the first and its replicas): a repeat under the
-    // same lease changes nothing.
-    let done: Option<(Uuid,)> =
-        sqlx::query_as("SELECT worker_id FROM batch_results WHERE batch_id = $1 AND lease_id = $2")
-            .bind(batch)
-            .bind(u.lease_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    if let Some((by,)) = done {
-        if by != worker {
-            return Err(Error::forbidden("this lease belongs to another worker"));
-        }
-        return Ok(Json(UploadResponse { accepted: false, message: "already recorded; nothing changed".into() }));
+    let b: Batch = sqlx::query_as(kinds::batch!(" FOR NO KEY UPDATE OF b"))
+        .bind(batch)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("no batch {batch}")))?;
+    if let Lease::Recorded = authenticate(&mut tx, &b, worker, u.lease_id).await? {
+        return Ok(repeat());
     }
-    if state != "leased" || lease != Some(u.lease_id) {
-        return Err(lease_error(&mut *tx, batch, u.lease_id, worker).await);
-    }
-    if owner != Some(worker) {
-        return Err(Error::forbidden("this lease belongs to another worker"));
-    }
-    if u.result.kind().as_str() != b.kind {
-        return Err(Error::unprocessable(format!(
-            "result.kind: a {} result for a {} batch; nothing was recorded",
-            u.result.kind().as_str(),
-            b.kind
-        )));
-    }
-    let games = match &u.result {
-        JobResult::Match(tally) | JobResult::Selfplay(tally) => {
-            let paired = matches!(u.result, JobResult::Match(_));
-            if !tally.is_consistent(paired) || tally.games != 2 * units as u64 {
-                return Err(Error::unprocessable(format!(
-                    "result.games: {} games with inconsistent counts; the batch has {} games",
-                    tally.games,
-                    2 * units
-                )));
-            }
-            tally.games
-        }
-        JobResult::Endgame(report) => {
-            let want = crate::queue::batch_positions(b.first_unit, b.units, b.positions.clone());
-            let got: Vec<u64> = report.solved.iter().map(|s| s.index).collect();
-            if got != want {
-                return Err(Error::unprocessable(format!("result.solved: positions {got:?}; the batch has {want:?}")));
-            }
-            if let Some(s) =
-                report.solved.iter().find(|s| [&s.cgp, &s.best, &s.sequence].iter().any(|t| t.len() > MAX_SOLVED_TEXT))
-            {
-                return Err(Error::unprocessable(format!(
-                    "result.solved: position {}: a text field is longer than {MAX_SOLVED_TEXT} bytes",
-                    s.index
-                )));
-            }
-            report.solved.len() as u64
-        }
-        JobResult::Wintable(w) => {
-            if w.games != 2 * units as u64 {
-                return Err(Error::unprocessable(format!(
-                    "result.games: {} games; the batch has {}",
-                    w.games,
-                    2 * units
-                )));
-            }
-            let dist = crate::artifacts::distribution(&mut *tx, &b.artifacts).await?;
-            WinSamples::new(&dist)
-                .add_counts(&w.counts)
-                .map_err(|e| Error::unprocessable(format!("result.counts: {e}")))?;
-            w.games
-        }
-    };
     let (owner, validated): (Uuid, i64) = sqlx::query_as("SELECT owner_id, validated FROM workers WHERE id = $1")
         .bind(worker)
         .fetch_one(&mut *tx)
         .await?;
-    let digest = replicas::digest(&u.result, &u.logs.gcg_sha256, &u.logs.csv_sha256);
-    // Endgame batches are checked position by position (`record_endgames`), not replicated whole.
-    let state = if matches!(u.result, JobResult::Endgame(_)) { "valid" } else { "pending" };
+    let kind = u.result.kind();
+    let digest = replicas::digest(&kinds::replicable(&u.result), &u.logs.gcg_sha256, &u.logs.csv_sha256);
+    let games = u.result.games();
+    // A replicated kind's result waits for its replica; the others settle their own units.
+    let state = if kinds::facts(kind).replicated { "pending" } else { "valid" };
     sqlx::query(
         "INSERT INTO batch_results (batch_id, lease_id, worker_id, owner_id, cell_id, experiment_id, result, games, elapsed_ms,
                                     gcg_bytes, gcg_sha256, csv_bytes, csv_sha256, state, digest)
@@ -274,22 +199,24 @@ pub async fn upload(
     .bind(u.lease_id)
     .bind(worker)
     .bind(owner)
-    .bind(cell)
-    .bind(experiment)
+    .bind(b.cell_id)
+    .bind(b.experiment_id)
     .bind(Db(&u.result))
     .bind(games as i64)
     .bind(u.elapsed_ms.min(i64::MAX as u64) as i64)
-    .bind(sizes.0)
+    .bind(gcg_bytes)
     .bind(&u.logs.gcg_sha256)
-    .bind(sizes.1)
+    .bind(csv_bytes)
     .bind(&u.logs.csv_sha256)
     .bind(state)
     .bind(&digest)
     .execute(&mut *tx)
     .await?;
-    // Games per second, for the workers page: of games only (an endgame batch's positions
-    // are another unit; workers size their batches by their own rate per kind).
-    let gps = u.result.kind().plays_games().then(|| games as f64 / (u.elapsed_ms.max(1) as f64 / 1000.0));
+    let up = Upload { batch: &b, worker, owner, validated, st };
+    let settled = kinds::settle(&mut tx, &up, &u.result).await?;
+    // Games per second, for the workers page: of games only (other units are another
+    // measure; workers size their batches by their own rate per kind).
+    let gps = kind.plays_games().then(|| games as f64 / (u.elapsed_ms.max(1) as f64 / 1000.0));
     sqlx::query(
         "UPDATE workers SET games = games + $2, positions = positions + $3, batches = batches + 1, last_seen = now(),
                 games_per_sec = coalesce($4, games_per_sec) WHERE id = $1",
@@ -300,36 +227,22 @@ pub async fn upload(
     .bind(gps)
     .execute(&mut *tx)
     .await?;
-    let trusted = validated >= st.cfg.replicate_until as i64;
-    let policy = Policy::of(&st.cfg);
-    let message = match &u.result {
-        JobResult::Endgame(report) => {
-            let checks = record_endgames(&mut tx, batch, &b, owner, trusted, &report.solved).await?;
-            mark_done(&mut tx, batch).await?;
-            record_in_cell(&mut tx, cell, units, None, policy).await?;
-            format!("recorded {games} positions{checks}")
-        }
-        JobResult::Match(_) | JobResult::Selfplay(_) | JobResult::Wintable(_) => {
-            // Bots with time budgets play differently on every machine: their batches are
-            // validated by re-playing their games only (`verify`).
-            let deterministic = b.bots.as_ref().is_none_or(|Db(bots)| {
-                bots.iter().all(|b| engine::bots::BotSpec::parse(b).is_ok_and(|s| s.deterministic()))
-            });
-            let alone =
-                !deterministic || !replicas::wants_replica(validated, st.cfg.replicate_until, st.cfg.spot_check);
-            let message = settle_batch(&mut tx, batch, owner, alone, policy).await?;
-            // ... and by comparing each worker's results with the rest of the cell's.
-            if !deterministic && crate::outliers::check(&mut tx, cell).await? == Some(worker) {
-                tx.commit().await?;
-                return Err(Error::forbidden(
-                    "this worker's results are a statistical outlier in their cell; it is quarantined and its results withdrawn",
-                ));
-            }
-            message
-        }
-    };
     tx.commit().await?;
-    Ok(Json(UploadResponse { accepted: true, message }))
+    match settled {
+        Settled::Told(message) => Ok(Json(UploadResponse { accepted: true, message })),
+        Settled::Outlier => Err(Error::forbidden(
+            "this worker's results are a statistical outlier in their cell; it is quarantined and its results withdrawn",
+        )),
+    }
+}
+
+/// How a recorded result settled.
+pub enum Settled {
+    /// Recorded; what the worker is told.
+    Told(String),
+    /// Recorded, and the worker's results are a statistical outlier in their cell: it is
+    /// quarantined (committed), and the upload is answered with 403.
+    Outlier,
 }
 
 /// What recording needs to know of the coordinator's trust settings.
@@ -346,7 +259,8 @@ impl Policy {
     }
 }
 
-async fn mark_done(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, batch: Uuid) -> Result<()> {
+/// Mark a batch done: its cell has its units.
+pub async fn mark_done(tx: &mut Tx<'_>, batch: Uuid) -> Result<()> {
     sqlx::query(
         "UPDATE batches SET state = 'done', lease_id = NULL, lease_owner = NULL, lease_expires = NULL, deadline = NULL, updated_at = now()
          WHERE id = $1",
@@ -357,16 +271,28 @@ async fn mark_done(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, batch: Uuid) 
     Ok(())
 }
 
+/// Settle a result of a replicated kind: judged whole against other owners' replicas
+/// (`settle_batch`). Bots with time budgets play differently on every machine: their batches
+/// are validated by re-playing their games only (`verify`), and by comparing each worker's
+/// results with the rest of the cell's (`outliers`).
+pub async fn settle_replicated(tx: &mut Tx<'_>, up: &Upload<'_>) -> Result<Settled> {
+    let deterministic =
+        up.batch.bots.as_ref().is_none_or(|Db(bots)| {
+            bots.iter().all(|b| engine::bots::BotSpec::parse(b).is_ok_and(|s| s.deterministic()))
+        });
+    let cfg = &up.st.cfg;
+    let alone = !deterministic || !replicas::wants_replica(up.validated, cfg.replicate_until, cfg.spot_check);
+    let message = settle_batch(tx, up.batch.id, up.owner, alone, Policy::of(cfg)).await?;
+    if !deterministic && crate::outliers::check(tx, up.batch.cell_id).await? == Some(up.worker) {
+        return Ok(Settled::Outlier);
+    }
+    Ok(Settled::Told(message))
+}
+
 /// Weigh a match or win-table batch's results after a new one (`replicas::judge`): credit the
 /// agreed result to its cell once, mark the others wrong and quarantine their workers; or put
 /// the batch back in the queue for another owner's replica. Returns the worker's message.
-async fn settle_batch(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    batch: Uuid,
-    uploader: Uuid,
-    alone: bool,
-    policy: Policy,
-) -> Result<String> {
+async fn settle_batch(tx: &mut Tx<'_>, batch: Uuid, uploader: Uuid, alone: bool, policy: Policy) -> Result<String> {
     #[derive(sqlx::FromRow)]
     struct Live {
         lease_id: Uuid,
@@ -417,17 +343,8 @@ async fn settle_batch(
             if state != "done" {
                 mark_done(tx, batch).await?;
                 let result = &rows.iter().find(|r| r.digest == agreed).expect("the agreed result").result.0;
-                let tally = match result {
-                    JobResult::Match(t) | JobResult::Selfplay(t) => Some(t),
-                    _ => None,
-                };
-                if record_in_cell(tx, cell, units, tally, policy).await? && matches!(result, JobResult::Wintable(_)) {
-                    let (experiment,): (Uuid,) = sqlx::query_as("SELECT experiment_id FROM cells WHERE id = $1")
-                        .bind(cell)
-                        .fetch_one(&mut **tx)
-                        .await?;
-                    let sha = fit_wintable(tx, experiment).await?;
-                    message = format!("recorded; the experiment's table is artifact {sha}");
+                if let Some(made) = record_in_cell(tx, cell, units, result.tally(), policy).await? {
+                    message = format!("recorded; {made}");
                 }
                 if replicated {
                     message = format!("{message}; validated by a replica");
@@ -480,137 +397,6 @@ async fn settle_batch(
     }
 }
 
-/// Most solves of one position: a dispute that this many workers cannot settle stays a
-/// dispute, shown as one, rather than going round the volunteers for ever.
-const MAX_SOLVES: usize = 5;
-
-/// Store a batch's solved positions. A first solve queues the cross-checked ones (all of them
-/// when the worker is not yet trusted) for another owner. Each solve is then weighed with the
-/// position's others (`endgames::settle`): the outcome two owners agree on is the position's
-/// value and every solve is marked against it; exact solves that contradict each other with
-/// nothing agreed yet queue the position for an owner that has not solved it.
-async fn record_endgames(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
-    batch: Uuid,
-    b: &BatchRow,
-    owner: Uuid,
-    trusted: bool,
-    solved: &[shared::kinds::endgame::Solved],
-) -> Result<String> {
-    let worker =
-        b.lease_owner.ok_or_else(|| Error::internal(format!("recording batch {batch} with no lease holder")))?;
-    let (cell_index, Db(spec)): (i32, Db<ExperimentSpec>) = sqlx::query_as(
-        "SELECT c.idx, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1",
-    )
-    .bind(b.cell_id)
-    .fetch_one(&mut **tx)
-    .await?;
-    let ExperimentKind::Endgame(eg) = &spec.kind else {
-        return Err(Error::internal(format!("endgame results recorded for {}", b.experiment_id)));
-    };
-    let first_pass = cell_index == 0;
-    // Positions for another owner: within the check cell's planned target, and beyond it.
-    let (mut planned, mut again) = (Vec::new(), Vec::new());
-    let mut exclude = b.exclude_owners.clone();
-    for s in solved {
-        sqlx::query(
-            "INSERT INTO endgame_solutions (experiment_id, idx, batch_id, worker_id, pass, cgp, skipped, value, exact, best, sequence, nodes, ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-        )
-        .bind(b.experiment_id)
-        .bind(s.index as i64)
-        .bind(batch)
-        .bind(worker)
-        .bind(if first_pass { "solve" } else { "check" })
-        .bind(&s.cgp)
-        .bind(s.skipped)
-        .bind(s.value)
-        .bind(s.exact)
-        .bind(&s.best)
-        .bind(&s.sequence)
-        .bind(s.nodes.min(i64::MAX as u64) as i64)
-        .bind(s.ms.min(i64::MAX as u64) as i64)
-        .execute(&mut **tx)
-        .await?;
-        if first_pass && eg.is_checked(spec.seed, s.index) {
-            planned.push(s.index as i64);
-            continue;
-        }
-        if first_pass && !trusted {
-            again.push(s.index as i64);
-            continue;
-        }
-        let (settled, solvers) = endgames::weigh(tx, b.experiment_id, s.index).await?;
-        if settled.disputed() {
-            if solvers.len() < MAX_SOLVES {
-                tracing::warn!(experiment = %b.experiment_id, position = s.index, %worker, "endgame solves disagree; solving it again");
-                again.push(s.index as i64);
-                exclude.extend(solvers);
-            } else {
-                tracing::warn!(experiment = %b.experiment_id, position = s.index, "endgame solves disagree after {MAX_SOLVES} solves; left disputed");
-            }
-        }
-    }
-    exclude.push(owner);
-    for (positions, extra) in [(&planned, false), (&again, true)] {
-        if !positions.is_empty() {
-            endgames::resolve(tx, b.experiment_id, positions, exclude.clone(), extra, b.priority).await?;
-        }
-    }
-    match planned.len() + again.len() {
-        0 => Ok(String::new()),
-        n => Ok(format!("; {n} queued for another owner's worker")),
-    }
-}
-
-/// Sum every batch's counts of a wintable experiment, fit the table, and store it as a
-/// `winpct` artifact (not the default: a researcher makes it one with `coordinator artifact`).
-async fn fit_wintable(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, experiment: Uuid) -> Result<String> {
-    let (Db(spec), Db(artifacts)): (Db<ExperimentSpec>, Db<Vec<ArtifactRef>>) =
-        sqlx::query_as("SELECT spec, artifacts FROM experiments WHERE id = $1")
-            .bind(experiment)
-            .fetch_one(&mut **tx)
-            .await?;
-    let ExperimentKind::Wintable(w) = &spec.kind else {
-        return Err(Error::internal(format!(
-            "fitting a win table for {experiment}, which is not a wintable experiment"
-        )));
-    };
-    let dist = crate::artifacts::distribution(&mut **tx, &artifacts).await?;
-    let results: Vec<ledger::RecordedBatch> =
-        sqlx::query_as(ledger::counted_results!("r.experiment_id = $1")).bind(experiment).fetch_all(&mut **tx).await?;
-    let mut samples = WinSamples::new(&dist);
-    for r in &results {
-        if let JobResult::Wintable(w) = &r.result.0 {
-            samples.add_counts(&w.counts).map_err(Error::unprocessable)?;
-        }
-    }
-    let table = samples.fit();
-    let comment = format!(
-        "P(win) for the player to move by tiles unseen (rows) and spread (columns, -{s}..+{s}).\nMade by `worker wintable generate --games {g} --seed {seed}`: {p} positions of static-vs-static self-play.",
-        s = table.spread_max(),
-        g = w.games,
-        seed = spec.seed,
-        p = samples.positions()
-    );
-    let bytes = table.to_text(&comment).into_bytes();
-    let sha = crate::artifacts::sha256_hex(&bytes);
-    sqlx::query("INSERT INTO artifacts (sha256, role, name, size, bytes) VALUES ($1, 'winpct', $2, $3, $4) ON CONFLICT (sha256) DO NOTHING")
-        .bind(&sha)
-        .bind(format!("{experiment}.wpt"))
-        .bind(bytes.len() as i64)
-        .bind(&bytes)
-        .execute(&mut **tx)
-        .await?;
-    sqlx::query("UPDATE experiments SET output_sha256 = $2 WHERE id = $1")
-        .bind(experiment)
-        .bind(&sha)
-        .execute(&mut **tx)
-        .await?;
-    tracing::info!(%experiment, %sha, positions = samples.positions(), "win-probability table fitted");
-    Ok(sha)
-}
-
 /// A cell as a result is recorded in it.
 #[derive(sqlx::FromRow)]
 struct CellState {
@@ -622,16 +408,16 @@ struct CellState {
     spec: Db<ExperimentSpec>,
 }
 
-/// Add a batch's units and tally (matches only) to its cell, and finish or stop the cell when
-/// it is done (an SPRT only on results from `policy.min_owners` owners). True when the cell
-/// finished now.
-async fn record_in_cell(
-    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+/// Add a batch's units and tally (kinds that play bots) to its cell, and finish or stop the
+/// cell when it is done (an SPRT only on results from `policy.min_owners` owners). When the
+/// cell finished now, what its kind made of it (`kinds::cell_finished`), if anything.
+pub async fn record_in_cell(
+    tx: &mut Tx<'_>,
     cell: Uuid,
     units: i64,
     t: Option<&MatchTally>,
     policy: Policy,
-) -> Result<bool> {
+) -> Result<Option<String>> {
     let c: CellState = sqlx::query_as(
         "SELECT c.experiment_id, c.tally, c.status, c.done_units, c.target_units, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR NO KEY UPDATE OF c",
     )
@@ -706,7 +492,10 @@ async fn record_in_cell(
                 .await?;
         }
     }
-    Ok(matches!(next_status, Some(("finished", _))))
+    if matches!(next_status, Some(("finished", _))) {
+        return kinds::cell_finished(tx, spec.kind.job_kind(), experiment).await;
+    }
+    Ok(None)
 }
 
 /// `GET /api/v1/batches/{id}/logs/{gcg|csv}`: a batch's logs, gzip-compressed: a validated

@@ -1,17 +1,12 @@
 //! `worker autoplay`: bot-vs-bot self-play on paired deals, in parallel, with the summary block
 //! and optional GCG/CSV logs.
 
-use crate::data::{Data, DataArgs, load_leaves};
+use crate::data::{DataArgs, load_leaves};
+use crate::play::Match;
 use anyhow::{Context, Result, bail};
-use engine::autoplay::play_leg;
-use engine::bots::{BotSpec, Player};
+use engine::bots::BotSpec;
 use engine::gcg::{CSV_HEADER, write_csv, write_gcg};
-use engine::leaves::Klv;
-use engine::movegen::Generator;
-use engine::record::GameRecord;
-use engine::winpct::WinTable;
 use indicatif::{ProgressBar, ProgressStyle};
-use rayon::prelude::*;
 use shared::stats::Tallier;
 use std::io::Write;
 use std::path::PathBuf;
@@ -50,53 +45,7 @@ pub struct Args {
     #[arg(long)]
     unpaired: bool,
     #[command(flatten)]
-    net: crate::cnn::NetArgs,
-}
-
-/// A match to play: two bots on shared data.
-pub struct Match<'a> {
-    pub data: &'a Data,
-    pub specs: [BotSpec; 2],
-    pub leaves: Option<Arc<Klv>>,
-    /// Win-probability table, for simulating bots.
-    pub table: Option<Arc<WinTable>>,
-    pub seed: u64,
-    /// Games `first_game..first_game + games` of the run: paired, game `2p + leg` is pair
-    /// `p`'s leg; unpaired, game `i` is deal `i`, bot 0 first when `i` is even.
-    pub first_game: u64,
-    pub games: u64,
-    pub paired: bool,
-    /// Where CNN bots' nets run and come from; `None` refuses CNN bots.
-    pub net: Option<crate::cnn::Nets<'a>>,
-}
-
-impl Match<'_> {
-    fn bots(&self) -> Result<[Box<dyn Player>; 2]> {
-        let build = |spec: &BotSpec| match self.net {
-            Some(net) => {
-                spec.build_with(self.leaves.clone(), self.table.clone(), &net.args.loader(&self.data.dist, net.models))
-            }
-            None => spec.build(self.leaves.clone(), self.table.clone()),
-        };
-        Ok([build(&self.specs[0])?, build(&self.specs[1])?])
-    }
-
-    /// Play all games on the current rayon pool; `each` sees every finished game, in no
-    /// particular order.
-    pub fn play(&self, each: &(dyn Fn(&GameRecord) -> Result<()> + Sync)) -> Result<()> {
-        let ctx = self.data.ctx();
-        // Building fails only for missing data; find out before the threads do.
-        self.bots()?;
-        (self.first_game..self.first_game + self.games).into_par_iter().try_for_each_init(
-            || (self.bots().expect("built once above"), Generator::new()),
-            |(bots, mg), i| {
-                let (pair, leg) = if self.paired { (i / 2, (i % 2) as usize) } else { (i, (i % 2) as usize) };
-                let mut rec = play_leg(ctx, bots, self.seed, pair, leg, mg);
-                rec.id = i;
-                each(&rec)
-            },
-        )
-    }
+    net: crate::nets::NetArgs,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -130,7 +79,7 @@ pub fn run(a: Args) -> Result<()> {
         first_game: 0,
         games: a.games,
         paired: !a.unpaired,
-        net: Some(crate::cnn::Nets { args: &a.net, models: &crate::cnn::Models::new() }),
+        net: Some(crate::nets::Nets { args: &a.net, models: &crate::nets::Models::new() }),
     };
 
     let csv = match &a.log_dir {

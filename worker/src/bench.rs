@@ -1,7 +1,7 @@
 //! `worker bench`: move generation and self-play speed on positions from seeded self-play.
 
-use crate::autoplay::Match;
 use crate::data::{DataArgs, load_leaves};
+use crate::play::Match;
 use anyhow::{Result, bail};
 use engine::autoplay::play_leg;
 use engine::bots::BotSpec;

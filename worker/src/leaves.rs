@@ -1,7 +1,7 @@
 //! `worker leaves generate|value`: make leave tables by iterated self-play; look values up.
 
-use crate::autoplay::Match;
 use crate::data::{DataArgs, load_leaves, write_atomic};
+use crate::play::Match;
 use anyhow::Result;
 use engine::bots::BotSpec;
 use engine::leavegen::Samples;

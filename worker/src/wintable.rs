@@ -1,8 +1,8 @@
 //! `worker wintable generate|show`: make the win-probability table by static self-play; look
 //! probabilities up.
 
-use crate::autoplay::Match;
 use crate::data::{DataArgs, load_leaves, write_atomic};
+use crate::play::Match;
 use anyhow::{Result, bail};
 use engine::bots::BotSpec;
 use engine::winpct::WinSamples;

@@ -1,0 +1,240 @@
+//! What the coordinator does differently by job kind: one module per kind behind [`Served`]
+//! (the job a batch carries, how an upload is checked and settled, the experiment's page). The
+//! kinds are listed once, in the `served!` call below, which derives the functions that
+//! dispatch on a kind; a kind of `shared::kinds` missing there is a compile error in them.
+
+mod endgame;
+mod matches;
+mod selfplay;
+#[cfg(feature = "toy-kind")]
+mod toy;
+mod wintable;
+
+use crate::error::{Error, Result};
+use crate::experiments::Detail;
+use crate::results::Settled;
+use crate::state::AppState;
+use crate::verify::Texts;
+use axum::response::Html;
+use shared::experiment::ExperimentSpec;
+use shared::kinds::{ExperimentKind, Job, JobKind, JobResult, Kind};
+use shared::protocol::ArtifactRef;
+use sqlx::types::Json as Db;
+use sqlx::{PgConnection, Postgres, Transaction};
+use uuid::Uuid;
+
+pub type Tx<'a> = Transaction<'a, Postgres>;
+
+/// A batch with what its job and its uploads are judged by: its row, its cell's and its
+/// experiment's.
+#[derive(sqlx::FromRow)]
+pub struct Batch {
+    pub id: Uuid,
+    pub state: String,
+    pub lease_id: Option<Uuid>,
+    pub lease_owner: Option<Uuid>,
+    pub first_unit: i64,
+    pub units: i64,
+    /// An endgame batch's explicit positions (a cross-check's), else its units are its range.
+    pub positions: Option<Vec<i64>>,
+    pub exclude_owners: Vec<Uuid>,
+    pub priority: i32,
+    pub cell_id: Uuid,
+    pub cell_index: i32,
+    /// The cell's two bots (cells that play bots).
+    pub bots: Option<Db<[String; 2]>>,
+    pub experiment_id: Uuid,
+    pub experiment_name: String,
+    pub spec: Db<ExperimentSpec>,
+    pub artifacts: Db<Vec<ArtifactRef>>,
+}
+
+/// The query a [`Batch`] is read with, then `$tail` (`FOR NO KEY UPDATE OF b` locks its
+/// row); `$1` is the batch.
+macro_rules! batch {
+    ($tail:literal) => {
+        concat!(
+            "SELECT b.id, b.state, b.lease_id, b.lease_owner, b.first_unit, b.units, b.positions,
+                    b.exclude_owners, b.priority, c.id AS cell_id, c.idx AS cell_index, c.bots, e.id AS experiment_id,
+                    e.name AS experiment_name, e.spec, e.artifacts
+             FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1",
+            $tail
+        )
+    };
+}
+pub(crate) use batch;
+
+impl Batch {
+    /// Units `first_unit .. first_unit + units`, or the batch's explicit list.
+    pub fn unit_indices(&self) -> Vec<u64> {
+        match &self.positions {
+            Some(list) => list.iter().map(|&i| i as u64).collect(),
+            None => (self.first_unit..self.first_unit + self.units).map(|i| i as u64).collect(),
+        }
+    }
+
+    /// The cell's bots, which a cell that plays bots has.
+    pub fn bots(&self) -> Result<[String; 2]> {
+        self.bots
+            .as_ref()
+            .map(|b| b.0.clone())
+            .ok_or_else(|| Error::internal(format!("cell {} has no bots", self.cell_id)))
+    }
+}
+
+/// An upload being recorded: its batch (locked), who sent it, and what they are trusted with.
+pub struct Upload<'a> {
+    pub batch: &'a Batch,
+    pub worker: Uuid,
+    pub owner: Uuid,
+    /// Batches of this worker other owners have confirmed.
+    pub validated: i64,
+    pub st: &'a AppState,
+}
+
+/// What the coordinator does for one job kind.
+pub trait Served: Kind {
+    /// Whether a batch's result is judged whole, against other owners' byte-identical
+    /// replicas (`replicas`); if not, the kind settles its units itself (an endgame's
+    /// positions, each cross-checked on its own).
+    const REPLICATED: bool;
+    /// Whether its batches log games, which `games.gcg.gz` and `coordinator export` serve.
+    const LOGS_GAMES: bool;
+
+    /// The job a leased batch carries.
+    fn job(seed: u64, spec: &Self::Spec, batch: &Batch) -> Result<Self::Job>;
+
+    /// The checks of an upload that read its logs and may take long (re-playing games), made
+    /// before any transaction. `Ok(Err(why))` refuses the upload with a 422 saying why.
+    async fn verify(
+        st: &AppState,
+        batch: &Batch,
+        spec: &Self::Spec,
+        result: Self::Result,
+        logs: Texts,
+    ) -> Result<std::result::Result<(), String>>;
+
+    /// The quick checks of a result against its batch (sizes, counts), made first.
+    async fn check(db: &mut PgConnection, batch: &Batch, result: &Self::Result) -> Result<()>;
+
+    /// What of a result a replica must reproduce: all but what differs from machine to
+    /// machine (thinking times).
+    fn replicable(result: &Self::Result) -> Self::Result;
+
+    /// Settle a recorded result: credit its cell, or ask for what it still needs (replicas,
+    /// cross-checks).
+    async fn settle(tx: &mut Tx<'_>, up: &Upload<'_>, spec: &Self::Spec, result: &Self::Result) -> Result<Settled>;
+
+    /// What a cell's finishing makes (a win table's fitted table): said to the worker whose
+    /// result finished it.
+    async fn cell_finished(tx: &mut Tx<'_>, experiment: Uuid) -> Result<Option<String>>;
+
+    /// The experiment's page.
+    async fn page(st: &AppState, d: &Detail, spec: &Self::Spec) -> Result<Html<String>>;
+}
+
+/// A result whose kind is not its batch's: refused, naming both.
+fn wrong_kind(result: &JobResult, batch: &Batch) -> Error {
+    Error::unprocessable(format!(
+        "result.kind: a {} result for a {} batch; nothing was recorded",
+        result.kind().as_str(),
+        batch.spec.kind.job_kind().as_str()
+    ))
+}
+
+/// Lists the kinds once and derives the dispatch over them.
+macro_rules! served {
+    ($( $(#[cfg($cfg:meta)])? $variant:ident($kind:ty), )+) => {
+        /// What [`Served`] says of a kind, as values.
+        #[derive(Clone, Copy, Debug)]
+        pub struct Facts {
+            pub replicated: bool,
+            pub logs_games: bool,
+        }
+
+        pub fn facts(kind: JobKind) -> Facts {
+            match kind {
+                $( $(#[cfg($cfg)])? JobKind::$variant => Facts {
+                    replicated: <$kind as Served>::REPLICATED,
+                    logs_games: <$kind as Served>::LOGS_GAMES,
+                }, )+
+            }
+        }
+
+        /// The job a leased batch carries.
+        pub fn job(batch: &Batch) -> Result<Job> {
+            let spec = &batch.spec.0;
+            match &spec.kind {
+                $( $(#[cfg($cfg)])? ExperimentKind::$variant(k) => <$kind as Served>::job(spec.seed, k, batch).map(Job::$variant), )+
+            }
+        }
+
+        /// The kind's long checks of an upload ([`Served::verify`]).
+        pub async fn verify(st: &AppState, batch: &Batch, result: &JobResult, logs: Texts) -> Result<std::result::Result<(), String>> {
+            match result {
+                $( $(#[cfg($cfg)])? JobResult::$variant(r) => {
+                    let ExperimentKind::$variant(k) = &batch.spec.kind else { return Err(wrong_kind(result, batch)) };
+                    <$kind as Served>::verify(st, batch, k, r.clone(), logs).await
+                } )+
+            }
+        }
+
+        /// The kind's checks of a result against its batch ([`Served::check`]).
+        pub async fn check(db: &mut PgConnection, batch: &Batch, result: &JobResult) -> Result<()> {
+            match result {
+                $( $(#[cfg($cfg)])? JobResult::$variant(r) => {
+                    if !matches!(batch.spec.kind, ExperimentKind::$variant(_)) {
+                        return Err(wrong_kind(result, batch));
+                    }
+                    <$kind as Served>::check(db, batch, r).await
+                } )+
+            }
+        }
+
+        /// What of a result a replica must reproduce ([`Served::replicable`]).
+        pub fn replicable(result: &JobResult) -> JobResult {
+            match result {
+                $( $(#[cfg($cfg)])? JobResult::$variant(r) => JobResult::$variant(<$kind as Served>::replicable(r)), )+
+            }
+        }
+
+        /// Settle a recorded result ([`Served::settle`]).
+        pub async fn settle(tx: &mut Tx<'_>, up: &Upload<'_>, result: &JobResult) -> Result<Settled> {
+            match result {
+                $( $(#[cfg($cfg)])? JobResult::$variant(r) => {
+                    let ExperimentKind::$variant(k) = &up.batch.spec.kind else { return Err(wrong_kind(result, up.batch)) };
+                    <$kind as Served>::settle(tx, up, k, r).await
+                } )+
+            }
+        }
+
+        /// What a finished cell of this kind makes ([`Served::cell_finished`]).
+        pub async fn cell_finished(tx: &mut Tx<'_>, kind: JobKind, experiment: Uuid) -> Result<Option<String>> {
+            match kind {
+                $( $(#[cfg($cfg)])? JobKind::$variant => <$kind as Served>::cell_finished(tx, experiment).await, )+
+            }
+        }
+
+        /// The experiment's page ([`Served::page`]).
+        pub async fn page(st: &AppState, d: &Detail) -> Result<Html<String>> {
+            match &d.spec.kind {
+                $( $(#[cfg($cfg)])? ExperimentKind::$variant(k) => <$kind as Served>::page(st, d, k).await, )+
+            }
+        }
+    };
+}
+
+served! {
+    Match(shared::kinds::matches::Match),
+    Endgame(shared::kinds::endgame::Endgame),
+    Wintable(shared::kinds::wintable::Wintable),
+    Selfplay(shared::kinds::selfplay::Selfplay),
+    #[cfg(feature = "toy-kind")]
+    Toy(shared::kinds::toy::Toy),
+}
+
+/// The names of the kinds for which `pick` holds, for SQL (`e.kind = ANY ($n)`): kind names
+/// are bound, never spelt in a query.
+pub fn names_where(pick: impl Fn(Facts) -> bool) -> Vec<String> {
+    JobKind::names(&JobKind::ALL.iter().copied().filter(|&k| pick(facts(k))).collect::<Vec<_>>())
+}
