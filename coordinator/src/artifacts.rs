@@ -1,6 +1,12 @@
 //! Content-addressed data files (lexicon graph, leave table, distribution, layout, win table,
 //! value nets), kept in Postgres so that any coordinator can serve them, and fetched by
 //! workers by sha256.
+//!
+//! # Design notes
+//!
+//! content-addressed files in Postgres; the shipped data become the defaults. Value nets (role
+//! `model`) have no default: an experiment's artifacts are its five roles plus the models its CNN
+//! bots name by sha256 (`resolve_models`).
 
 use crate::error::{Error, Result};
 use crate::state::AppState;

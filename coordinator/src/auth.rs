@@ -1,6 +1,11 @@
 //! Bearer tokens. A token is 32 random bytes in hex; Postgres keeps only its sha256, with the
 //! role it grants (and the worker or owner it belongs to, for their tokens). Deleting the row
 //! revokes the token.
+//!
+//! # Design notes
+//!
+//! bearer tokens (32 random bytes, hex); Postgres stores only their sha256 with a role (`worker`,
+//! `researcher`, `admin`). `Caller` is the extractor.
 
 use crate::error::Error;
 use crate::state::AppState;

@@ -4,7 +4,7 @@
 use crate::config::Config;
 use crate::{artifacts, auth, db, export, logstore, owners, results, server, workers};
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -196,6 +196,11 @@ pub struct ServeArgs {
     /// Folder with the shipped data (enable.txt, enable.klv2, english.dist, standard15.layout).
     #[arg(long, env = "LEXHIVE_LEXICA")]
     pub lexica: Option<PathBuf>,
+}
+
+/// The command line's definition: every command and flag (what `--help` prints).
+pub fn command() -> clap::Command {
+    Cli::command()
 }
 
 impl ServeArgs {

@@ -1,5 +1,14 @@
 //! Endgame experiments as researchers see them: every solved position with its cross-checks,
 //! the solve-time distribution, and disagreements between workers.
+//!
+//! # Design notes
+//!
+//! what a position's solves settle (`settle`: the first outcome two different workers reached
+//! exactly is the position's value; every solve, earlier ones included, agrees or disagrees with
+//! it; a solve cut by a limit is unverified and never compared), the endgame views (every solve
+//! with its verdict, positions with their agreed value and who disagreed), the solve-time
+//! histogram; `weigh` (a position's solves settled by owner, marks stored) and `resolve` (queue
+//! positions for another owner in the check cell).
 
 use crate::error::Result;
 use crate::state::AppState;

@@ -1,5 +1,15 @@
 //! Experiments: submission (parse, validate, store experiment and cells), stopping, and the
 //! views the dashboards and `/api/v1/experiments` show.
+//!
+//! # Design notes
+//!
+//! submission (validate, resolve artifacts, store experiment and cells), stop, and the views
+//! (`Summary`, `Detail`, `CellView`) that both the JSON API and the pages use; the list's filter
+//! and order (one fixed SQL statement per order: nothing from a request is spliced into SQL), and
+//! each cell's `History` (win rate, interval and LLR after each counted batch). A summary's target
+//! counts what a cell that ended early did, so a finished experiment is complete. A cell's
+//! `evidence` (`shared::stats::Evidence`) says whether its games can speak: identical bots get no
+//! interval and no SPRT, every-pair-alike tallies conservative ones.
 
 use crate::auth::Caller;
 use crate::error::{Error, Result};

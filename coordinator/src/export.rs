@@ -1,6 +1,13 @@
 //! Exports for spreadsheets, scripts and trainers: an experiment's cells, counted batches,
 //! contributors and endgame solutions as CSV (rates are fractions 0..1, empty where there is
 //! nothing to say yet; fields quoted as RFC 4180 says), and its games as one gzip stream.
+//!
+//! # Design notes
+//!
+//! CSV downloads (RFC 4180): cells (the first eight columns are a contract), counted batches,
+//! contributors, endgame solutions; and an experiment's games as one gzip stream (`games.gcg.gz`:
+//! the counted batches' stored gzip members one after another, streamed from the log store as it
+//! reads; `coordinator export` writes the same bytes), which `worker cnn assemble` reads.
 
 use crate::endgames::{self, Outcome};
 use crate::error::Error;

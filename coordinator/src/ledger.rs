@@ -1,6 +1,12 @@
 //! What counts: one valid result per done batch. A cell's tally and done units are always the
 //! sum of its counted results; `recompute_cell` restores that after withdrawals (quarantine)
 //! and checks it (`coordinator recompute`).
+//!
+//! # Design notes
+//!
+//! what counts: one valid result per done batch (`counted_results!`, which `recompute`, the batch
+//! list, the convergence history and the win-table fit all use), and `recompute_cell`, which sets a
+//! cell's tally and done units to it.
 
 use crate::error::Result;
 use shared::protocol::JobResult;

@@ -10,6 +10,14 @@
 //! an object no row names (an upload refused after its logs were stored, an experiment
 //! deleted) is harmless and `coordinator logs gc` removes it once it is old enough that no
 //! upload can still be about to name it.
+//!
+//! # Design notes
+//!
+//! the games' logs in an object store (`object_store`: a local folder, or S3-compatible), each kept
+//! once under the sha256 of its text (`gcg/ab/SHA.gz`, `csv/ab/SHA.gz`); `batch_results` holds the
+//! digests and compressed sizes. `migrate` moves logs an older coordinator kept in Postgres
+//! (`gcg_gz`, `csv_gz`, now nullable and cleared); `gc` deletes what no result names once it is
+//! older than the grace period.
 
 use futures_util::stream::{BoxStream, StreamExt, TryStreamExt};
 use object_store::aws::AmazonS3Builder;

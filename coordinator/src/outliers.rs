@@ -4,6 +4,12 @@
 //! standard errors away ([`shared::stats::OUTLIER_Z`], over at least
 //! [`shared::stats::OUTLIER_MIN_PAIRS`] pairs on each side) is quarantined: legal games of the
 //! wrong bots, or games picked for their outcome, leave exactly this trace.
+//!
+//! # Design notes
+//!
+//! for cells whose bots have time budgets (no replicas possible), each worker's counted results
+//! against the rest of the cell's (`MatchTally::outlier_z`); the furthest beyond `OUTLIER_Z` is
+//! quarantined.
 
 use crate::error::Result;
 use crate::ledger::{RecordedBatch, counted_results};

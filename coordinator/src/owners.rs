@@ -2,6 +2,12 @@
 //! park a batch count only across different owners, so that one person running many workers
 //! (a Sybil) cannot agree with themselves. Registration is open or by invitation, rate-limited
 //! per address; names are unique and printable; an admin lists, bans and revokes.
+//!
+//! # Design notes
+//!
+//! owner accounts (`POST /api/v1/owners`), open or invitation-only registration, per-address rate
+//! limits, names with no control or bidi characters, and the admin side (`coordinator owner
+//! list|invite|ban`, `coordinator worker list|revoke|quarantine`).
 
 use crate::auth::{self, Role};
 use crate::error::{Error, Result};

@@ -5,6 +5,13 @@
 //! solves are withdrawn and their positions solved again. Cells that had finished or stopped
 //! on what it contributed run again, so the dashboards and `coordinator recompute` always show
 //! what remains.
+//!
+//! # Design notes
+//!
+//! a worker outvoted by replicas (or banned, or quarantined by an admin) gets no more work and
+//! everything it contributed is withdrawn: results leave their cells (which reopen if they had
+//! finished or stopped on them), their batches are redone by a third owner, its endgame solves are
+//! withdrawn and their positions solved again.
 
 use crate::error::Result;
 use sqlx::{Postgres, Transaction};

@@ -13,6 +13,14 @@
 //!   fails. Failures from one owner never park a batch.
 //! - A worker holds at most `max_leases` batches; a lease ends at the batch's deadline whatever
 //!   the heartbeats say. A quarantined worker gets no work.
+//!
+//! # Design notes
+//!
+//! register, claim, heartbeat, release, fail, reap, and settling an experiment. A claim is served
+//! only from experiments of the kinds the worker named (`workers.kinds`), and a new batch is sized
+//! from the worker's measured rate for that kind (`workers.rates`), or is a small measuring batch
+//! (`JobKind::first_batch_units`) for a kind it has not run yet. Only experiments whose `needs` are
+//! among the worker's `capabilities` (said with every claim) are served to it.
 
 use crate::auth::{self, Caller, Role};
 use crate::error::{Error, Result};

@@ -4,6 +4,12 @@
 //!
 //! This module holds the rules as pure functions; `results.rs` applies them in the upload's
 //! transaction and `quarantine.rs` undoes what a worker found wrong contributed.
+//!
+//! # Design notes
+//!
+//! validation by deterministic replication as pure rules: a result's `digest` (logs and every
+//! deterministic field), `judge` (two owners agreeing validate; a trusted worker's lone result
+//! stands; five without agreement park), `wants_replica` (`--replicate-until`, `--spot-check`).
 
 use shared::protocol::JobResult;
 use uuid::Uuid;

@@ -124,11 +124,18 @@ async fn verify(st: &AppState, b: &Batch, worker: Uuid, u: &ResultUpload, logs: 
     .execute(&st.db)
     .await?;
     if let Err(why) = kinds::verify(st, b, &u.result, logs).await? {
-        sqlx::query("UPDATE workers SET rejected = rejected + 1 WHERE id = $1").bind(worker).execute(&st.db).await?;
-        tracing::warn!(batch = %b.id, %worker, %why, "upload refused");
-        return Err(Error::unprocessable(format!("{why}; nothing was recorded")));
+        return Err(refused(&st.db, b, worker, Error::unprocessable(format!("{why}; nothing was recorded"))).await);
     }
     Ok(())
+}
+
+/// Count a refused upload against its worker (the workers page shows the count) and say why.
+async fn refused(db: &sqlx::PgPool, b: &Batch, worker: Uuid, why: Error) -> Error {
+    tracing::warn!(batch = %b.id, %worker, why = %why.message, "upload refused");
+    match sqlx::query("UPDATE workers SET rejected = rejected + 1 WHERE id = $1").bind(worker).execute(db).await {
+        Ok(_) => why,
+        Err(e) => e.into(),
+    }
 }
 
 /// `POST /api/v1/batches/{id}/result`.
@@ -151,7 +158,12 @@ pub async fn upload(
         if let Lease::Recorded = authenticate(&mut db, &b, worker, u.lease_id).await? {
             return Ok(repeat());
         }
-        kinds::check(&mut db, &b, &u.result).await?;
+        match kinds::check(&mut db, &b, &u.result).await {
+            Err(e) if e.status == axum::http::StatusCode::UNPROCESSABLE_ENTITY => {
+                return Err(refused(&st.db, &b, worker, e).await);
+            }
+            checked => checked?,
+        }
         b
     };
     verify(&st, &b, worker, &u, logs.texts).await?;

@@ -5,6 +5,13 @@
 //! Uploads and researchers' requests are never shed: they carry finished work or a person.
 //!
 //! Invariant: a shed request has touched nothing, so repeating it later is always safe.
+//!
+//! # Design notes
+//!
+//! load shedding: API requests are counted while served (`count`); past `--max-in-flight` (four per
+//! pooled connection) the repeatable ones — claims, heartbeats, registrations — get a 503 with
+//! `Retry-After` before touching anything (`shed`), the wait adapting once a second to the share
+//! refused. Uploads and researchers' requests are never shed.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};

@@ -9,6 +9,13 @@
 //!
 //! This runs before the upload's transaction, on the blocking pool, with the rules (lexicon,
 //! distribution, layout) loaded once per coordinator and experiment artifacts.
+//!
+//! # Design notes
+//!
+//! a match upload held to its batch before its transaction: the logs are exactly the batch's games,
+//! the sampled ones (`--verify-fraction`) re-play on their seeded deals and write back byte for
+//! byte (`engine::gcg::replay_deal`), and the tally is what the logs say
+//! (`engine::gcg::summarize`); the rules are loaded once per artifact set (`RulesCache`).
 
 use crate::error::{Error, Result};
 use engine::board::Layout;

@@ -5,6 +5,18 @@
 //! Invariant: after every `place`, `cross[d]`/`cross_score[d]` of every square equal what a
 //! full recomputation would give (only the squares the move can have changed are recomputed),
 //! and each lane's key is that of its squares as they stand (every write keeps it).
+//!
+//! # Design notes
+//!
+//! `Layout` (premiums, read from `lexica/*.layout`) and `Board`: tiles, cross-sets and
+//! cross-scores, each stored once per direction so that every lane is a contiguous slice. `place`
+//! recomputes only the squares at either end of a run of tiles holding a placed tile and returns
+//! the lanes it touched; the invariant (cross-sets equal a full recomputation) is tested after
+//! every move of seeded games. `lane_key` digests what plays along one lane see (tiles, cross-sets,
+//! cross-scores): a XOR of one hash per square, kept up to date by every write, so that reading it
+//! costs nothing; `place_with` takes cross-sets from a `CrossMemo` (for searches that play the same
+//! words beside the same words again and again: direct-mapped, 256 KB, one probe that stays in L2;
+//! a set that lost its slot is walked again) and can keep an undo list for `unplace`.
 
 use crate::error::{DataError, Located};
 use crate::lexicon::Kwg;

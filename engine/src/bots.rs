@@ -1,6 +1,20 @@
 //! Bots: a `Player` picks a move for the player on turn. Bots are values built from a spec
 //! string (`greedy`, `static`, `softmax:t=1.0,bag=60`, `sim:k=15,plies=2,iterations=300`) so
 //! that experiments can name them.
+//!
+//! # Design notes
+//!
+//! `Player` trait (`knows`, `choose` from a `View`, `decide` from a `Game`), `BotSpec` (`greedy`,
+//! `static`, `softmax:t=..,bag=..`, `sim:k=..,plies=..,iterations=..,stop=..,ms=..` plus
+//! `infer=sim|static|flat,tau=..,infer_iters=..,infer_k=..,infer_plies=..,max_leaves=.., seq=0|1`
+//! or `oracle=leave|rack`, and `model=..` for a rollout net; static and sim also take `endgame=MS`;
+//! `cnn:model=..,k=..`; `BOTS` lists them for help and errors), the bots. The CNN bot's net is a
+//! `Valuer` that `build_with` gets from a `ModelLoader` (the worker's, through crate `nn`); plain
+//! `build` refuses CNN bots. The simulating bot with `infer=` reads the opponent's leave after each
+//! of their turns (`infer`) and deals its simulations from the posterior, gated by `infer::gate`;
+//! with `seq=1` it keeps the posterior for the next read. `EndgamePlayer` wraps static or sim: the
+//! solver plays once the bag is empty and, for sim, the pre-endgame with one tile in the bag.
+//! Without `endgame=` the simulating bot hands over to the static evaluator once the bag is empty.
 
 use crate::endgame::{Options, Solver, peg};
 use crate::eval::{OPENING_VOWEL_PENALTY, StaticEval, request};
@@ -119,33 +133,68 @@ pub const BOTS: &str = concat!(
 /// Candidates the CNN bot values when its spec does not say.
 pub const CNN_DEFAULT_K: usize = 20;
 
+/// A bot spec as written: its name and its `key=value` parameters, in order. The one reader of
+/// spec text (`BotSpec::parse` reads through it) and, with `Display`, its one writer where a
+/// spec is edited by parameter name (an experiment grid's axes: `shared::kinds::matches`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spelled {
+    pub name: String,
+    pub params: Vec<(String, String)>,
+}
+
+impl Spelled {
+    /// `name` or `name:key=value,key=value` (keys and values trimmed).
+    pub fn read(s: &str) -> Result<Spelled, String> {
+        let (name, params) = s.split_once(':').unwrap_or((s, ""));
+        let mut out = Vec::new();
+        for p in params.split(',').filter(|p| !p.is_empty()) {
+            let (k, v) = p.split_once('=').ok_or_else(|| format!("bot `{s}`: parameter `{p}` is not `key=value`"))?;
+            out.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        Ok(Spelled { name: name.to_string(), params: out })
+    }
+
+    /// Set `key` to `value`: where the spec names it, else after its other parameters.
+    pub fn set(&mut self, key: &str, value: &str) {
+        match self.params.iter_mut().find(|(k, _)| k == key) {
+            Some(kv) => kv.1 = value.to_string(),
+            None => self.params.push((key.to_string(), value.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for Spelled {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.name)?;
+        for (i, (k, v)) in self.params.iter().enumerate() {
+            write!(f, "{}{k}={v}", if i == 0 { ':' } else { ',' })?;
+        }
+        Ok(())
+    }
+}
+
 impl BotSpec {
     pub fn parse(s: &str) -> Result<Self, crate::DataError> {
         Self::parse_spec(s).map_err(|m| crate::DataError::new("bot", m))
     }
 
     fn parse_spec(s: &str) -> Result<Self, String> {
-        let (name, params) = s.split_once(':').unwrap_or((s, ""));
-        let mut kv = Vec::new();
+        let mut spelled = Spelled::read(s)?;
         let mut endgame = None;
-        for p in params.split(',').filter(|p| !p.is_empty()) {
-            let (k, v) = p.split_once('=').ok_or_else(|| format!("bot `{s}`: parameter `{p}` is not `key=value`"))?;
-            if k.trim() == "endgame" {
-                let ms = v.trim().parse::<u64>().ok().filter(|n| (1..=3_600_000).contains(n));
-                endgame =
-                    Some(ms.ok_or_else(|| format!("bot `{s}`: endgame must be 1 to 3600000 milliseconds per move"))?);
-                continue;
-            }
-            kv.push((k.trim(), v.trim()));
+        if let Some(at) = spelled.params.iter().position(|(k, _)| k == "endgame") {
+            let (_, v) = spelled.params.remove(at);
+            let ms = v.parse::<u64>().ok().filter(|n| (1..=3_600_000).contains(n));
+            endgame = Some(ms.ok_or_else(|| format!("bot `{s}`: endgame must be 1 to 3600000 milliseconds per move"))?);
         }
+        let name = spelled.name.as_str();
         if let Some(ms) = endgame {
             if !matches!(name, "static" | "sim") {
                 return Err(format!("bot `{s}`: endgame applies to the static and sim bots"));
             }
-            let rest: Vec<String> = kv.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let inner = Self::parse_spec(&format!("{name}:{}", rest.join(",")))?;
+            let inner = Self::parse_spec(&spelled.to_string())?;
             return Ok(BotSpec::Endgame { inner: Box::new(inner), ms });
         }
+        let kv: Vec<(&str, &str)> = spelled.params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let unknown = |k: &str| Err(format!("bot `{s}`: unknown parameter `{k}`"));
         match name {
             "greedy" | "static" => match kv.first() {
@@ -288,9 +337,9 @@ impl BotSpec {
     /// swap places on another machine.
     pub fn deterministic(&self) -> bool {
         match self {
+            BotSpec::Greedy | BotSpec::Static | BotSpec::Softmax { .. } => true,
             BotSpec::Sim { ms, model, .. } => ms.is_none() && model.is_none(),
             BotSpec::Endgame { .. } | BotSpec::Cnn { .. } => false,
-            _ => true,
         }
     }
 
@@ -300,7 +349,7 @@ impl BotSpec {
         match self {
             BotSpec::Cnn { model, .. } | BotSpec::Sim { model: Some(model), .. } => Some(model),
             BotSpec::Endgame { inner, .. } => inner.model(),
-            _ => None,
+            BotSpec::Greedy | BotSpec::Static | BotSpec::Softmax { .. } | BotSpec::Sim { model: None, .. } => None,
         }
     }
 
@@ -314,7 +363,7 @@ impl BotSpec {
         match self {
             BotSpec::Sim { .. } => true,
             BotSpec::Endgame { inner, .. } => inner.uses_wintable(),
-            _ => false,
+            BotSpec::Greedy | BotSpec::Static | BotSpec::Softmax { .. } | BotSpec::Cnn { .. } => false,
         }
     }
 
@@ -670,5 +719,45 @@ impl Player for CnnBot {
             }
         }
         moves[best]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One spec of every bot, parameters set away from their defaults.
+    const EVERY_BOT: [&str; 9] = [
+        "greedy",
+        "static",
+        "softmax:t=0.25,bag=20",
+        "sim:k=3,plies=1,iterations=50,stop=98,ms=40",
+        "sim:k=4,plies=2,iterations=64,infer=static,tau=0.5,infer_iters=20,infer_k=3,infer_plies=0,max_leaves=99,seq=1",
+        "sim:k=5,plies=2,iterations=10,oracle=rack",
+        "sim:k=2,plies=2,iterations=10,model=net.onnx",
+        "static:endgame=200",
+        "cnn:model=net.onnx,k=all",
+    ];
+
+    #[test]
+    fn every_bot_prints_as_it_parses_and_says_whether_it_replicates() {
+        for text in EVERY_BOT {
+            let spec = BotSpec::parse(text).unwrap();
+            assert_eq!(BotSpec::parse(&spec.to_string()).unwrap(), spec, "{text}");
+            assert_eq!(Spelled::read(text).unwrap().to_string(), text);
+            // Only a clock or a value net makes a bot's play depend on the machine.
+            let machine_bound = text.contains("ms=") || text.contains("endgame=") || text.contains("model=");
+            assert_eq!(spec.deterministic(), !machine_bound, "{text}");
+        }
+    }
+
+    #[test]
+    fn spelled_specs_set_parameters_by_name() {
+        let mut s = Spelled::read("softmax: t = 9 ").unwrap();
+        assert_eq!(s.params, [("t".to_string(), "9".to_string())]);
+        s.set("bag", "20");
+        s.set("t", "0.5");
+        assert_eq!(s.to_string(), "softmax:t=0.5,bag=20");
+        assert!(Spelled::read("softmax:t").unwrap_err().contains("`t` is not `key=value`"));
     }
 }

@@ -2,6 +2,13 @@
 //! (from the leave table while tiles remain to be drawn; from the racks once the bag is empty).
 //! The static bot, the softmax bot, the simulator's candidates and rollouts, and the endgame
 //! sets all evaluate through this one module.
+//!
+//! # Design notes
+//!
+//! static evaluation: `StaticEval` (equity = score + leave value; leaves from the table while the
+//! bag has tiles, from the racks once it is empty), `request`, the opening penalty. The static and
+//! softmax bots, the simulator's candidates and rollouts and the endgame sets all evaluate through
+//! it.
 
 use crate::game::Game;
 use crate::leaves::{Klv, RackLeaves};

@@ -6,6 +6,16 @@
 //! The encoding reads only what the mover may know: the board, their own rack, the unseen
 //! tiles as a multiset, the scores and the opponent's last turn (whose exchanged tiles are
 //! hidden, but not how many there were).
+//!
+//! # Design notes
+//!
+//! `Encoder::encode` writes the frame of a play from a `Before` (the mover's view: board, rack,
+//! unseen tiles as a multiset, bag, spread, the opponent's last move); `Target` is what a record
+//! teaches (the outcome, or the win table's view H plies on); `transpose` mirrors a frame on the
+//! diagonal; `Encoder::records` turns a replayed finished log (`gcg::Replay`) into records (frame +
+//! target). Invariants: the cross-set planes equal a plain check of the words formed; a log's
+//! records equal the frames the players saw live; transposing the frame equals encoding the
+//! transposed position (`engine/tests/features.rs`).
 
 use crate::board::{ACROSS, Board, DIM, DOWN, Layout, SQUARES, idx};
 use crate::error::DataError;

@@ -3,6 +3,11 @@
 //! Rules: bingo (all seven tiles) +50; exchanges only with at least 7 tiles in the bag; going
 //! out with the bag empty scores twice the opponent's rack; six consecutive scoreless turns end
 //! the game with each rack's value subtracted from its owner.
+//!
+//! # Design notes
+//!
+//! `Bag`, `Game` (turns, scoring, end of game), per-turn history. A finished game with its
+//! seating is a `record::GameRecord`.
 
 use crate::board::Board;
 use crate::leaves::RackLeaves;

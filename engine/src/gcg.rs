@@ -1,5 +1,13 @@
 //! Game logs: GCG (the standard annotated-game format) and a per-turn CSV; and a GCG reader
 //! that replays a game move by move, checking every move's legality and score.
+//!
+//! # Design notes
+//!
+//! `write_gcg` and `write_csv` write a finished game (`record::GameRecord`); `replay` checks every
+//! move and score of a log; `game_at` builds the position after a logged turn (for `worker infer`);
+//! `replay_deal` re-plays a log on the deal it claims and requires it to write back byte for byte
+//! (the coordinator's check of uploads); `summarize` reads a log's scores, turns and bingos without
+//! replaying. A rules module: it imports no player (`engine/tests/layers.rs`).
 
 use crate::board::{ACROSS, Board, DIM};
 use crate::error::DataError;

@@ -35,6 +35,21 @@
 //!
 //! Budgets are counts, and every random choice flows from `seed`: the posterior is the same at
 //! any thread count.
+//!
+//! # Design notes
+//!
+//! Bayesian rack inference: `observe` turns a view into the opponent's last turn and the position
+//! before it; `Inference::infer` weighs every leave (enumerated in order of prior when at most
+//! `max_leaves`, else drawn from the prior and importance-weighted) by the exact prior of the rack
+//! it makes times the likelihood of the observed move (a mini-simulation from the opponent's side
+//! and a softmax over log-odds at temperature `tau`, or over static equity, or flat). The mini-sims
+//! (one ply by default) run side by side, an iteration of every leave at a time: iteration `i`
+//! shuffles the tiles the opponent could not see once and each leave's deal takes its rack out of
+//! that order (common random numbers across leaves), so leaves that leave the viewer the same rack
+//! share the viewer's replies. `Posterior::overlap` scores a read against the leave really kept
+//! (`worker infer`, `scripts/infer-quality.sh`). Invariants: the prior equals brute-force
+//! enumeration of racks; the posterior is the same at any thread count, and the same with the
+//! replies shared or each leave searching its own (`share_replies`).
 
 use crate::board::Board;
 use crate::eval::StaticEval;

@@ -3,6 +3,11 @@
 //! Stored as KLV2, the open engines' format (little-endian): `u32` node count, that many KWG
 //! nodes of a DAWG whose words are sorted leaves (blank = tile 0), `u32` value count, that many
 //! `f32` values; a leave's value is at its word index in the DAWG's sorted order.
+//!
+//! # Design notes
+//!
+//! KLV2 leave tables (`Klv`) and `RackLeaves`, the 128 subset values of one rack (one walk of the
+//! leave graph, each step by letter mask, the index from the word counts).
 
 use crate::error::DataError;
 use crate::lexicon::Kwg;

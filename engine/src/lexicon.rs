@@ -10,6 +10,19 @@
 //! terminated by an `is_end` node before the array ends (so no walk can run off the array), and
 //! siblings are in strictly increasing tile order (so a child is found by counting the tiles
 //! below it in its parent's mask of its children's letters: see `Step`).
+//!
+//! # Design notes
+//!
+//! the KWG word graph (DAWG + GADDAG in one `u32` array, the open engines' layout), built by a
+//! bottom-up minimising builder or read from a `.kwg`; plain word lists are parsed here. Walks go
+//! through `Kwg::steps`, derived on load: per node its arc, whether a word ends there, and its
+//! children's letters as a `u64` mask side by side (a `Step`), so that a child is found by popcount
+//! and a step from node to child reads one entry (a list's root is node 0's children in the DAWG,
+//! node 1's in the GADDAG). Eight bytes a node for alphabets of up to 40 letters (`NarrowSteps`),
+//! sixteen beyond (`WideSteps`); the move generator's recursion is compiled for each layout (the
+//! `Steps` trait) and picks it once an anchor, other walks (cross-sets, leaves) call `Kwg::step`.
+//! The generator prefetches a node's playable children's children together before it walks the
+//! first.
 
 use crate::error::{DataError, Located};
 use crate::tiles::Distribution;

@@ -7,6 +7,14 @@
 //! Linux a `Zeroed` array is a mapping of its own, aligned to 2 MiB and advised for huge pages
 //! before anything touches it (advice given after the first touch comes too late: the pages
 //! are already small). Elsewhere it is an ordinary zeroed allocation.
+//!
+//! # Design notes
+//!
+//! memory for the big tables every probe reaches with a cache miss: `Zeroed`, zero-filled arrays on
+//! huge pages where the system has them (on Linux a 2 MiB-aligned anonymous mapping advised
+//! `MADV_HUGEPAGE` before its first touch: after it, the pages are already small), so that such a
+//! probe does not also wait for a page walk; and `prefetch`, the cache hint. The engine's `unsafe`
+//! lives here; `Zeroed`'s contract is that all-zero bytes are a valid element.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;

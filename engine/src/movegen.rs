@@ -19,6 +19,56 @@
 //! from an anchor never places a tile on another anchor), so each is produced once per
 //! direction. A one-tile play is listed once: across if it forms an across word of two or more
 //! letters, otherwise down.
+//!
+//! # Design notes
+//!
+//! `Generator`: all moves (in generation order, which is fixed; callers that show them sort with
+//! `moves::rank`), or the best `n`, best first. GADDAG search from each anchor (going left never
+//! places on another anchor, so each placement is found once per direction); an anchor right before
+//! a run of board tiles is searched from the run's last tile (the `pivot`), so the graph walks the
+//! run first and rules out at once the letters that cannot stand before it (from the anchor, every
+//! left part of every word would be walked before the run). Best mode bounds every anchor
+//! (`Generator::bound`: the best over the anchor's windows of empty squares, each from its lane's
+//! tabled runs of tiles, `Runs`, and its placed tiles' coefficients kept sorted as it grows,
+//! `Coefs`; each square's best tile from the rack that its cross-set and, beside tiles in the lane,
+//! the GADDAG allows there: `caps`, `extension`), takes anchors from a heap of (bound, index) keys
+//! of those that reach the threshold (`ranked`; about a fifth are searched, so the rest are never
+//! sorted) and stops at the first whose bound is below the `n`-th best found (the `cut` field,
+//! updated as moves are kept). A lane's runs and extension sets depend only on its tiles and the
+//! graph: each lane's `LaneMemo` keeps them between calls, checked against the tiles and the
+//! graph's process-unique `Kwg::id` (scores changing clears them all), and works out only letters
+//! not asked before. The recursion (`extend`, `place`, `go_on`, compiled once per direction and
+//! step layout) calls itself only where `worth` says a tile may go. It walks each letter path once:
+//! a letter is put down as its own tile while the rack holds one, else as a blank, and which of a
+//! found word's tiles the blanks stand for is settled when it is recorded (`found`:
+//! `one_blank_ways` for one blank in play, `blank_ways` for more, and for the words that `bingos`
+//! and the word map look up), each way its own move with its own score and rack slots. Walking each
+//! way apart had cost half again as many steps on two-blank racks. Plays of all seven tiles
+//! (bingos) are not searched for: `bingos` looks up the rack plus each window's played-through
+//! letters in `anagrams` (each blank, at most two, standing for every letter), or in the word map
+//! when it is on and either best mode runs or the map is already built (all-moves mode never builds
+//! it: an endgame solve starts in 0.07 s, not 0.36; both ways list the same moves in the same
+//! order, tested) (a window through one board tile or none by that letter's cached answer, with no
+//! sort or key; one probe per blank but the last; with a blank on the rack, best mode bounds the
+//! windows and looks them up best bound first until none can beat the best found), and the GADDAG
+//! search stops at six tiles; with a blank on the rack the seven-tile search was most of the work.
+//! Bounds are split by whether a play spends a blank, and by one blank or two: an anchor is
+//! searched without it when plays spending it cannot reach the threshold. `generate_lanes` searches
+//! only some lanes, ranking a known move from the others with what it finds (see
+//! `Board::changed_lanes`: a lane whose tiles, cross-sets and cross-scores are unchanged has the
+//! same plays with the same scores). Best mode on a rack holding a blank finds the plays spending
+//! it in the word map instead of the graph (`Generator::word_map_anchor`): for each window of empty
+//! squares whose leftmost anchor is the one searched, each distinct rack subset of the window's
+//! size whose bound (its own tile scores on the window's squares, best on best, plus its own leave)
+//! reaches the threshold is looked up with the letters played through, and each word found is
+//! checked against the board letters and cross-sets, once per way of placing its blanks. One pass
+//! per number of blanks spent, none first; that first pass, the plays keeping every blank, is the
+//! graph's. The graph stays faster for plays without a blank (a window-by-window word-map search of
+//! every rack was measured slower: docs/BENCHMARKS.md), and `set_word_map(false)` (`worker
+//! --no-word-map`) turns the map off for machines short of memory. Invariant: every mode returns
+//! exactly what the plain search of every lane would (tested against a brute-force reference,
+//! against the sorted full list, and word map against graph). The generator owns its buffers; after
+//! the first call it allocates nothing.
 
 use crate::board::{ACROSS, Board, DIM, DOWN, Layout, SQUARES, idx};
 use crate::leaves::RackLeaves;

@@ -1,4 +1,10 @@
 //! A move as a small `Copy` value, its notation, and the total order used to rank moves.
+//!
+//! # Design notes
+//!
+//! `Move` (a 36-byte `Copy` value: the word's tiles indexed by square in its lane, so the generator
+//! copies its buffer whole), notation (`8D WORD`, `D8 Q(U)OD`, `-TILES`, `-`), and `rank`, the
+//! total order on moves.
 
 use crate::board::{ACROSS, DIM, DOWN, Dir};
 use crate::tiles::{BLANK_BIT, Distribution};

@@ -1,6 +1,10 @@
 //! Seeded randomness. Every random choice in lexhive flows from a recorded `u64` seed through
 //! these functions, whose streams are fixed forever (unlike a library RNG whose algorithm may
 //! change between versions), so a volunteer's games replay bit-for-bit anywhere.
+//!
+//! # Design notes
+//!
+//! SplitMix64/xoshiro256++ with a fixed stream; `derive(seed, index)` for sub-streams.
 
 /// SplitMix64 finaliser: a strong 64-bit mixer, used to derive independent streams from
 /// (seed, index) pairs so results do not depend on thread count or order.

@@ -3,6 +3,11 @@
 //!
 //! The simulator's candidates and the match tallies (`shared::stats`) both use these, so a
 //! 95% interval means the same thing wherever it is shown.
+//!
+//! # Design notes
+//!
+//! the numbers under every interval: `Welford` (streaming mean and variance), the z quantiles,
+//! Wilson's interval. The match tally and its interval are `shared::stats`.
 
 /// z for a two-sided 95% interval.
 pub const Z95: f64 = 1.959_963_985;

@@ -3,6 +3,12 @@
 //! A tile is a `u8`: `0` is the blank on a rack (and "empty" on a board square), `1..=n` are the
 //! letters in the order of the distribution file, and a blank standing for letter `l` on the
 //! board is `l | BLANK_BIT`. Nothing outside the distribution file knows which letters exist.
+//!
+//! # Design notes
+//!
+//! machine letters and the `Distribution` (read from `lexica/*.dist`). A tile is a `u8`: 0 = blank
+//! on a rack / empty on the board, `1..n` = letters in file order, `l | BLANK_BIT` = a blank
+//! standing for `l` on the board. Nothing else in the engine knows what the letters are.
 
 use crate::error::{DataError, Located};
 use std::path::Path;

@@ -4,6 +4,15 @@
 //! on which tiles they are, and the opponent's past racks and exchanged tiles are hidden. An
 //! oracle bot says what more it is told ([`Knows`]); the harness that seats it grants exactly
 //! that, through [`View::revealed`].
+//!
+//! # Design notes
+//!
+//! `View`: what one player may know of a game. Bots choose from a view, never from the game: the
+//! opponent's rack and the bag hold the unseen tiles in an order that depends only on which tiles
+//! they are, past opponent racks and exchanged tiles read `HIDDEN`. An oracle says what more it is
+//! told (`Knows::Leave`, `Knows::Rack`) and gets exactly that through `View::revealed`. Invariant:
+//! a non-oracle bot's move does not change when the hidden tiles are dealt otherwise
+//! (`engine/tests/infer.rs`).
 
 use crate::game::{Bag, Game, Turn};
 use crate::moves::{Kind, Move};

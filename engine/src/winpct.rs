@@ -11,6 +11,11 @@
 //! File format (text, `.wpt`): a `#` comment header, a line `lexhive-winpct 1 SPREAD_MAX
 //! UNSEEN_MAX`, then one line per unseen count `0..=UNSEEN_MAX`: `U: p(-SPREAD_MAX) ...
 //! p(+SPREAD_MAX)` as integers in ten-thousandths. Spreads beyond the range clamp to its ends.
+//!
+//! # Design notes
+//!
+//! the win-probability table (`WinTable`: P(win | spread, unseen) for the player to move, text
+//! `.wpt` files) and its fitting from self-play counts (`WinSamples`, fed finished `Game`s).
 
 use crate::error::{DataError, Located, read_text};
 use crate::game::Game;

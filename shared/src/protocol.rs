@@ -16,6 +16,19 @@
 //!   meaning, a changed unit, a new required field — bumps it. The coordinator then refuses
 //!   the older workers with HTTP 426 and a message asking the volunteer to upgrade, rather than
 //!   leasing them work they would fail.
+//!
+//! # Design notes
+//!
+//! `PROTOCOL_VERSION` and every request/response body: register, claim
+//! (`ClaimResponse::Batch(BatchSpec) | Idle`), heartbeat, release, fail, result upload (a
+//! `JobResult` plus gzip+base64 GCG/CSV logs and their sha256), artifacts by sha256. Jobs are an
+//! enum tagged by `kind` (`match`, `endgame`, `wintable`, `selfplay`: a `MatchJob` whose game `i`
+//! is deal `i`, tallied unpaired); `Job::units` and `JobResult::units` are what the coordinator
+//! counts (`JobKind::unit`). Workers name the kinds they run on every claim, with their measured
+//! units per second for each, and their `Capabilities` (ONNX Runtime loads, CUDA works, the GPU),
+//! matched against what an experiment `needs` (`experiment::needs`: `onnx` for a CNN bot, `cuda`
+//! for `gpu = true`); the module's documentation has the rules for when a change bumps
+//! `PROTOCOL_VERSION` (now 2) and when it need not.
 
 use crate::kinds::JobKind;
 pub use crate::kinds::{Job, JobResult};

@@ -5,6 +5,15 @@
 //!
 //! Tallies are integer counts, so summing them in any order gives the same cell totals — the
 //! coordinator can recompute a cell from its stored batch results and compare exactly.
+//!
+//! # Design notes
+//!
+//! `MatchTally` (integer counts from the first bot's view: W/D/L, pair results, score and
+//! squared-score sums, bingo, turn and first-player sums), built from games in any order by
+//! `Tallier`, its merge, the report block `worker autoplay` prints, the win rate with its 95%
+//! interval (Wilson over pairs below 30 pairs; from there the pairs' variance with a lost and a won
+//! pseudo-pair added; never a point), and `Sprt` (GSPRT on pair scores, same moments). The CLI, the
+//! JSON API and the pages all print this one interval.
 
 use engine::record::Outcome;
 use engine::stats::{Welford, Z95, wilson};
@@ -153,10 +162,12 @@ impl MatchTally {
     /// Whether the counts agree with each other (a check on uploads): every game in a pair
     /// when `paired`, in none when not.
     pub fn is_consistent(&self, paired: bool) -> bool {
-        let pairs: u64 = self.pair_points.iter().sum();
-        self.wins + self.draws + self.losses == self.games
-            && (if paired { 2 * pairs == self.games } else { pairs == 0 })
-            && self.first_wins + self.first_draws <= self.games
+        // Checked: an upload's counts are a stranger's, and may be made to wrap.
+        let sum = |xs: &[u64]| xs.iter().try_fold(0u64, |a, &x| a.checked_add(x));
+        let pairs = sum(&self.pair_points);
+        sum(&[self.wins, self.draws, self.losses]) == Some(self.games)
+            && (if paired { pairs.and_then(|p| p.checked_mul(2)) == Some(self.games) } else { pairs == Some(0) })
+            && sum(&[self.first_wins, self.first_draws]).is_some_and(|f| f <= self.games)
     }
 
     pub fn pairs(&self) -> u64 {
@@ -518,6 +529,13 @@ mod tests {
         let mut bad = m;
         bad.wins += 1;
         assert!(!bad.is_consistent(true));
+        // Counts made to wrap are inconsistent, not a panic nor a match.
+        let mut wrapped = m;
+        wrapped.wins = u64::MAX;
+        wrapped.draws = m.games - m.losses + 1;
+        assert!(!wrapped.is_consistent(true));
+        wrapped.pair_points[0] = u64::MAX;
+        assert!(!wrapped.is_consistent(true) && !wrapped.is_consistent(false));
     }
 
     #[test]

@@ -4,7 +4,7 @@ use crate::{
     autoplay, bench, bench_movegen, cnn, endgame, experiments, infer, leaves, lexicon, loadtest, movegen, owner, sim,
     submit, volunteer, wintable,
 };
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -69,6 +69,11 @@ enum Command {
     Cnn(cnn::Cmd),
     /// Load-test a coordinator with many simulated volunteers.
     Loadtest(loadtest::Args),
+}
+
+/// The command line's definition: every command and flag (what `--help` prints).
+pub fn command() -> clap::Command {
+    Cli::command()
 }
 
 /// Run the command line; errors print one line and exit with status 2 (a volunteer's own

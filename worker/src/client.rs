@@ -1,4 +1,10 @@
 //! HTTP client for the coordinator's `/api/v1`, with errors that say whether to retry.
+//!
+//! # Design notes
+//!
+//! `Client` for `/api/v1`, with `ClientError::{Unreachable, Status}`, `is_transient` (what to
+//! retry) and `is_shed`/`retry_after` (a refusal to wait out: `volunteer::shed_wait`, the told wait
+//! give or take a half, with no backoff of its own on top).
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;

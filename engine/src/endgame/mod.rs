@@ -39,6 +39,78 @@
 //!
 //! Rules are the game's ([`crate::game`]): going out scores twice the opponent's rack; six
 //! scoreless turns in a row end the game with each rack's value taken from its owner.
+//!
+//! # Design notes
+//!
+//! the exact endgame solver (`Solver`): negamax with alpha-beta (principal variation search,
+//! fail-soft), iterative deepening two plies at a time (every horizon after the same side's move:
+//! values alternate with its parity) with aspiration windows, Zobrist keys over squares x tiles,
+//! each player's tile counts, side to move and scoreless turns. Invariants: a stored value excludes
+//! the spread at its node (re-added on read), so it holds for any score so far; an entry is
+//! *solved* only when every line under it reached the game's end, and only solved entries are used
+//! at depths other than their own; a search that met no horizon is exact, which is how deepening
+//! knows to stop. Frontier nodes (one ply above the horizon) are valued without building their
+//! children: spread, less the rack each side keeps, and when exactly one side holds tiles no play
+//! on that board places (judged there, from the memo's per-lane tile masks), those tiles once more
+//! against it, since the other side is the one to go out. A frontier child of an all-node (every
+//! move expected to fail; below the root's moves, null-window nodes alternate cut and all by ply)
+//! is first judged from the lanes the last move left alone (`Board::touched_by` names the others
+//! without placing), on the parent's board: a good enough move there, with the stuck-tile term at
+//! its least, is a lower bound, and the move is never made on the board. Such bounds go into the
+//! table only where they evict nothing, and without their move. Higher up, a child of an all-node
+//! whose mover can go out, for enough, in a lane the last move left alone fails high the same way
+//! (the game's end is exact, so the bound is solved); the mover's ways out, lane by lane, are found
+//! once per parent (`Plays::outs`). A frontier value that fails low even with the stuck-tile term
+//! at its most is returned as an upper bound without asking what the opponent can play; and where
+//! no move can be worth enough (score plus the tiles' face value) to reach alpha, the node fails
+//! low without generating the lanes the memo lacks: each is bounded first by `plays::quick_bound`
+//! (one pass over the lane: all its tiles, the rack's faces on its best letter premium, all its
+//! word premiums, a cross-word wherever one could be made) and, where that is over the cap, by
+//! `plays::worth_bound` (windows of empty squares, cross-sets against the rack's letters, best
+//! faces on best multipliers; neither looks up a word). The bound is kept in the lane's slot,
+//! marked so that the calls that need the plays take it for missing; a quick bound read back over a
+//! lower cap is replaced by the windows' bound. A node three plies above the horizon that lists its
+//! moves keeps what its mover's plays are worth in each lane (`Plays::lane_worths`); two plies
+//! down, at the frontier, the same mover holds part of that rack, so the lanes that neither move in
+//! between changed are bounded by those worths, and only the changed lanes are read from the memo
+//! (or bounded). Invariant: a frontier node's grandparent's worths bound its lanes only while its
+//! mover's rack is part of the grandparent's and the lane's key is unchanged, which the search's
+//! make/unmake order guarantees (`Search::changed` holds each ply's changed lanes). Nodes are
+//! boardless (`Node`): each thread keeps one board and makes each move on it going down, taking it
+//! back coming up (`Board::place_with` keeping an undo list of the squares' old states and lane
+//! keys, and `unplace`); invariant: between two searches a thread's board is the root's. A child is
+//! looked up in the table (its slot prefetched while the sibling before it is searched) before its
+//! move is made, except a cut node's frontier child: new at its depth nearly always, it is neither
+//! looked up nor stored. The table's move (its fingerprint names its lane) is tried before the
+//! other moves are listed; failing one, the move the order puts first (`Plays::lead`, from each
+//! lane's best by that order), so that a cut node lists nothing. A cut node two plies above the
+//! horizon tries a killer before the lead: one of the last two placements that refuted a node at
+//! that ply, if its lane's key is what it was then and the mover holds its tiles (then it is legal
+//! and scores the same). Refuted by a killer, the node looks at no lane's plays; the killer is not
+//! stored as its table move, since at the next depth the lead orders better. Killers change which
+//! nodes are searched, never a value. `plays` is the per-thread play memo: a lane's plays depend
+//! only on the lane's key and the rack, so each (lane, rack) is generated once and then copied,
+//! with each lane's best play for frontier nodes; a frontier child's slots are prefetched before
+//! its move is made (a new rack after each sibling's move puts them all out of cache), and those of
+//! the lanes the move changed again, with their new keys, once it is. The calls that want only the
+//! best plays (`best`, `lead`) fold each lane's summary into their answer where they read its slot,
+//! and generate the lanes missing after; ties go to the lower lane, as a scan in order would have
+//! it. Its direct-mapped index doubles as its plays fill it, up to about the transposition table's
+//! size a thread, and then starts afresh, only ever before a call reads a lane. Invariant: a
+//! position's move list is the same whatever the memo held (lanes in order, generation order within
+//! a lane), so searches are repeatable. With more than one thread, each root search is a `RootJob`:
+//! every thread takes the next root move not yet taken and searches it against the best value found
+//! so far (one point lower for moves before the best in order, so that the first of equal moves
+//! wins, as on one thread), sharing the table; the main thread does depth 1 alone, waits for the
+//! others, stores the root's entry and deepens. A thread that finds no move left while the first
+//! (the full-window one, often most of the work) is still searched warms the table for it
+//! (`Search::warm`): that move's replies from the last back, with the null window the searching
+//! thread will use. An exact solve's value never depends on the thread count; a solve cut by its
+//! ply or time limit can (the threads fill the table differently), and so can any solve under a
+//! time limit. `stuck` names the rack tiles no play can place (the target class of endgames is
+//! without them). `tt` is the lockless table (two atomics per entry, `key ^ data` and `data`: a
+//! torn read is a miss); `peg` the one-tile-in-the-bag pre-endgame; `sets` seeded endgame positions
+//! from self-play. The table and the memo's index are `memory::Zeroed` arrays.
 
 pub mod peg;
 mod plays;

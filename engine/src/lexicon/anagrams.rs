@@ -8,6 +8,22 @@
 //!   lookup rather than one per letter; and words of up to `MAX_TWO_LEN` letters under their
 //!   alphagram less two letters, so that one spending two blanks is one lookup as well. Best-move
 //!   search runs on it (see `movegen`).
+//!
+//! # Design notes
+//!
+//! words by alphagram (an `FxHashMap` from the sorted letters, packed into a `u128`, to a range of
+//! words), built on first use from a walk of the graph (`Kwg::for_each_word`, no allocation per
+//! word) and held by the `Kwg` (leave graphs never build one). Two sizes: the bingo index
+//! (`Kwg::anagrams`, words of 7 to 15 letters) and the word map (`Kwg::word_map`, every word of 2
+//! to 15 letters, each again under its alphagram less one letter, so that a rack subset with a
+//! blank is one probe, and words of up to 10 letters again under their alphagram less two letters,
+//! so that a subset spending two blanks is one probe too, a bingo through up to three board tiles
+//! included; ~85 MB and 0.4-1 s for ENABLE; each table sized to its distinct keys), with one-hash
+//! bit filters over its keys, and over every word's alphagram less two letters, that answer most
+//! missing keys from cache. The build sorts plain `u128`s (alphagram at six bits a letter over the
+//! entry's index), which order entries as (key, word) pairs would. Once the word map exists,
+//! `anagrams` returns it. Whatever times moves (a volunteer's rates, benchmarks, `worker sim`)
+//! calls `movegen::prepare` first, so that the build is not charged to the first move.
 
 use super::{Kwg, MAX_WORD_LEN};
 use crate::tiles::RACK_SIZE;

@@ -5,7 +5,7 @@
 use super::Kind;
 use crate::spec::{Axis, CellSpec, File, MAX_CELLS, MAX_GAMES, MAX_GAMES_PER_CELL, SpecError, err, is_sha256};
 use crate::stats::{MatchTally, Sprt};
-use engine::bots::BotSpec;
+use engine::bots::{BotSpec, Spelled};
 use engine::tiles::Distribution;
 use serde::{Deserialize, Serialize};
 
@@ -167,10 +167,9 @@ pub fn parse(f: File, paired: bool) -> Result<MatchSpec, SpecError> {
 impl MatchSpec {
     /// Check each axis value on its own, so that a bad one is reported against its axis.
     fn check_axes(&self) -> Result<(), SpecError> {
-        let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
-        let name_of = |spec: &str| spec.split_once(':').map_or(spec, |(n, _)| n).to_string();
         for a in &self.axes {
             let field = format!("grid.\"{}\"", a.name);
+            let bad = |message: String| SpecError { field: field.clone(), message };
             let (who, param) = a.name.split_once('.').map_or((a.name.as_str(), None), |(w, p)| (w, Some(p)));
             let b = if who == "bot1" { 0 } else { 1 };
             // The bots this parameter may apply to: the base bot, or a whole-bot axis's values
@@ -184,14 +183,16 @@ impl MatchSpec {
                     None => vec![text(v)],
                     Some(p) => bases
                         .iter()
-                        .map(|base| match base.split_once(':') {
-                            Some((n, rest)) if !rest.is_empty() => format!("{n}:{rest},{p}={}", text(v)),
-                            _ => format!("{}:{p}={}", name_of(base), text(v)),
+                        .map(|base| {
+                            let mut spelled = Spelled::read(base)?;
+                            spelled.set(p, &text(v));
+                            Ok(spelled.to_string())
                         })
-                        .collect(),
+                        .collect::<Result<_, String>>()
+                        .map_err(bad)?,
                 };
                 for s in specs {
-                    volunteer_bot(&s).map_err(|message| SpecError { field: field.clone(), message })?;
+                    volunteer_bot(&s).map_err(bad)?;
                 }
             }
         }
@@ -232,42 +233,27 @@ fn apply_params(
     axes: &[Axis],
     params: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<String, SpecError> {
-    let (mut name, rest) = base.split_once(':').map_or((base.to_string(), ""), |(n, r)| (n.to_string(), r));
-    let mut kv: Vec<(String, String)> = rest
-        .split(',')
-        .filter(|p| !p.is_empty())
-        .map(|p| p.split_once('=').map_or((p.into(), String::new()), |(k, v)| (k.trim().into(), v.trim().into())))
-        .collect();
-    let text = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
     let mut field = String::from("match.") + who;
+    let mut spelled = Spelled::read(base).map_err(|message| SpecError { field: field.clone(), message })?;
     for a in axes {
-        let v = &params[&a.name];
+        let v = text(&params[&a.name]);
         if a.name == who {
             // A whole-bot axis replaces the base spec.
-            let s = text(v);
-            let (n, r) = s.split_once(':').map_or((s.clone(), String::new()), |(n, r)| (n.to_string(), r.to_string()));
-            name = n;
-            kv = r
-                .split(',')
-                .filter(|p| !p.is_empty())
-                .map(|p| p.split_once('=').map_or((p.into(), String::new()), |(k, v)| (k.into(), v.into())))
-                .collect();
             field = format!("grid.\"{}\"", a.name);
+            spelled = Spelled::read(&v).map_err(|message| SpecError { field: field.clone(), message })?;
         } else if let Some(param) = a.name.strip_prefix(who).and_then(|p| p.strip_prefix('.')) {
-            match kv.iter_mut().find(|(k, _)| k == param) {
-                Some(e) => e.1 = text(v),
-                None => kv.push((param.to_string(), text(v))),
-            }
             field = format!("grid.\"{}\"", a.name);
+            spelled.set(param, &v);
         }
     }
-    let spec = if kv.is_empty() {
-        name
-    } else {
-        format!("{name}:{}", kv.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","))
-    };
+    let spec = spelled.to_string();
     volunteer_bot(&spec).map_err(|message| SpecError { field, message })?;
     Ok(spec)
+}
+
+/// A grid value as a bot spec's text: strings bare, numbers as JSON writes them.
+fn text(v: &serde_json::Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }
 
 /// A bot volunteers can play: any bot, but a CNN bot's model is named by the sha256 of an
