@@ -561,3 +561,36 @@ pub async fn recompute(db: &sqlx::PgPool, experiment: Option<Uuid>) -> anyhow::R
     tx.commit().await?;
     Ok((cells.len() as u64, fixed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn gz(bytes: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn decoding_a_log_checks_its_encoding_its_digest_and_how_far_it_inflates() {
+        let text = "#lexhive-game 0\n>p1: ABC 8H CAB +14 14\n";
+        let sha = crate::artifacts::sha256_hex(text.as_bytes());
+        let (kept, read) = check_log("gcg_gz", &b64(&gz(text.as_bytes())), &sha).unwrap();
+        assert_eq!((read.as_str(), kept), (text, gz(text.as_bytes())));
+        let refused = |b64: &str, sha: &str| check_log("gcg_gz", b64, sha).unwrap_err().message;
+        assert!(refused("not base64!", &sha).contains("logs.gcg_gz: not base64"));
+        assert!(refused(&b64(b"plain text"), &sha).contains("not gzip"));
+        assert!(refused(&b64(&gz(b"other text")), &sha).contains("sha256 does not match"));
+        // A bomb: 64 MB of zeros compress to ~64 KB, past 100 times that plus a megabyte.
+        let zeros = vec![0u8; 64 << 20];
+        let bomb = refused(&b64(&gz(&zeros)), &crate::artifacts::sha256_hex(&zeros));
+        assert!(bomb.contains("inflates past"), "{bomb}");
+        assert!(refused(&b64(&gz(&[0xff, 0xfe])), &crate::artifacts::sha256_hex(&[0xff, 0xfe])).contains("not UTF-8"));
+    }
+}

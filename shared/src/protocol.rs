@@ -65,7 +65,7 @@ pub struct ArtifactRef {
 /// What a worker can run beyond the engine itself, said when it registers and with every
 /// claim (a volunteer whose ONNX Runtime stops loading says so at its next claim). An
 /// experiment's batches go only to workers that have all it needs
-/// ([`crate::experiment::needs`]).
+/// (`experiment::needs`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Capabilities {
     /// ONNX Runtime loads: CNN bots can play.

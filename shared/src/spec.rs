@@ -1,7 +1,7 @@
 //! What every experiment file has, whatever its kind: the file as written ([`File`]), the
 //! limits, the grid's parts ([`Axis`], [`CellSpec`]), pinned [`Artifacts`], and the error that
 //! names a field ([`SpecError`]). Each kind reads its own fields of the file
-//! ([`crate::kinds::Kind::parse`]).
+//! (`kinds::Kind::parse`).
 
 use crate::stats::Sprt;
 use serde::{Deserialize, Serialize};
@@ -144,7 +144,7 @@ pub struct CellSpec {
     pub params: serde_json::Map<String, serde_json::Value>,
     /// A match cell's two bots, fully specified.
     pub bots: Option<[String; 2]>,
-    /// Units of work ([`crate::kinds::JobKind::unit`]) the cell needs.
+    /// Units of work (`JobKind::unit`) the cell needs.
     pub target: u64,
     /// Whether the queue carves batches from `0..target` as workers claim; if not, the cell's
     /// batches are queued as other results arrive (an endgame's cross-checks).

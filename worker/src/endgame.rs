@@ -49,20 +49,6 @@ fn limits(time: Option<f64>, table_mb: usize) -> Result<(Option<Duration>, usize
     Ok((time, table_mb << 20))
 }
 
-/// Notation of each move of `line`, each written on the board as it stood before it.
-pub fn line_notation(ctx: engine::movegen::Ctx, game: &Game, line: &[Move]) -> Vec<String> {
-    let mut g = game.clone();
-    let mut out = Vec::with_capacity(line.len());
-    for mv in line {
-        out.push(format!("{} ({})", mv.notation(ctx.dist, |r, c| g.board.at(r, c)), mv.score));
-        if g.is_over() {
-            break;
-        }
-        g.play(ctx, mv);
-    }
-    out
-}
-
 pub fn run(a: Args) -> Result<()> {
     if a.threads == 0 {
         bail!("--threads: at least 1");
@@ -108,7 +94,7 @@ pub fn run(a: Args) -> Result<()> {
     out += &format!("exact: {exact}\n");
     let best = sol.pv.first().map_or("-".to_string(), |m| m.notation(ctx.dist, |r, c| game.board.at(r, c)));
     out += &format!("best: {best}\n");
-    out += &format!("sequence: {}\n", line_notation(ctx, &game, &sol.pv).join("  "));
+    out += &format!("sequence: {}\n", crate::runners::line_notation(ctx, &game, &sol.pv).join("  "));
     out += &format!("stuck: {}\n", stuck_tiles(ctx, &game));
     for (mv, v) in &sol.first_moves {
         out += &format!("move: {:<20} {v:+}\n", mv.notation(ctx.dist, |r, c| game.board.at(r, c)));

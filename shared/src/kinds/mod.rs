@@ -44,7 +44,7 @@ pub trait Kind {
     type Result: Clone + Debug + PartialEq + Serialize + DeserializeOwned;
 
     /// Read and validate this kind's fields of an experiment file (the fields every kind has
-    /// are read by [`crate::experiment::ExperimentSpec::parse`]), refusing any it does not take.
+    /// are read by `ExperimentSpec::parse`), refusing any it does not take.
     fn parse(file: File) -> Result<Self::Spec, SpecError>;
     /// Check the spec against the tile distribution it runs with, once the coordinator has
     /// resolved the experiment's artifacts.

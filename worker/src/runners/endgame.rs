@@ -2,6 +2,8 @@
 
 use super::{Kit, Logged, Played, Runner};
 use anyhow::{Context, Result};
+use engine::game::Game;
+use engine::moves::Move;
 use shared::kinds::endgame::{Endgame, EndgameJob, EndgameReport, Solved};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -72,10 +74,24 @@ fn solve(kit: Kit<'_>, job: &EndgameJob, cancel: &AtomicBool) -> Result<Played<E
             value: sol.value,
             exact: sol.exact,
             best,
-            sequence: crate::endgame::line_notation(ctx, &game, &sol.pv).join("  "),
+            sequence: line_notation(ctx, &game, &sol.pv).join("  "),
             nodes: sol.nodes,
             ms: sol.elapsed.as_millis() as u64,
         });
     }
     Ok(Played::Done(EndgameReport { solved }, Logged::None))
+}
+
+/// Notation of each move of `line`, each written on the board as it stood before it.
+pub fn line_notation(ctx: engine::movegen::Ctx, game: &Game, line: &[Move]) -> Vec<String> {
+    let mut g = game.clone();
+    let mut out = Vec::with_capacity(line.len());
+    for mv in line {
+        out.push(format!("{} ({})", mv.notation(ctx.dist, |r, c| g.board.at(r, c)), mv.score));
+        if g.is_over() {
+            break;
+        }
+        g.play(ctx, mv);
+    }
+    out
 }

@@ -9,6 +9,8 @@ mod selfplay;
 mod toy;
 mod wintable;
 
+pub use endgame::line_notation;
+
 use crate::data::Data;
 use anyhow::Result;
 use base64::Engine as _;
