@@ -132,7 +132,7 @@ paths={
      "404":err("no such experiment, or an endgame experiment (it has solutions, not games)")}}},
  "/workers":{"get":{"summary":"Every volunteer (most recently seen first, at most 1,000)","responses":{"200":js(arr(ref("WorkerView")))}}},
  "/batches/{id}/logs/{which}":{"parameters":[idp,{"name":"which","in":"path","required":True,"schema":S(enum=["gcg","csv"])}],
-  "get":{"summary":"A counted (or pending) batch's logs, gzip-compressed","responses":{"200":{"description":"gzip","content":{"application/gzip":{"schema":{"type":"string","format":"binary"}}}},"404":err("no result for the batch")}}},
+  "get":{"summary":"A validated batch's logs, gzip-compressed (for admins, a pending one's too)","security":sec,"responses":{"200":{"description":"gzip","content":{"application/gzip":{"schema":{"type":"string","format":"binary"}}}},"401":err("no or unknown token"),"403":err("not a researcher's or admin's token"),"404":err("no validated result for the batch")}}},
  "/artifacts/{sha256}":{"parameters":[{"name":"sha256","in":"path","required":True,"schema":S()}],
   "get":{"summary":"A data file (lexicon, leaves, distribution, layout, win table) by its sha256","responses":{"200":{"description":"the file's bytes","content":{"application/octet-stream":{"schema":{"type":"string","format":"binary"}}}},"404":err("no such artifact")}}},
 }

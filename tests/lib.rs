@@ -331,10 +331,13 @@ pub async fn check_replays(url: &str, db_url: &str, id: Uuid) -> Result<usize> {
     let sha = lexicon_sha(db_url, id).await?;
     let kwg = Kwg::from_bytes(&reqwest::get(format!("{url}/api/v1/artifacts/{sha}")).await?.bytes().await?, "lexicon")?;
     let ctx = Ctx { kwg: &kwg, dist: &dist, layout: &layout };
+    let (http, token) = (reqwest::Client::new(), researcher_token(db_url)?);
     let mut replayed = 0;
     for b in batches(url, id).await? {
         let bid = b["batch_id"].as_str().unwrap();
-        let gz = reqwest::get(format!("{url}/api/v1/batches/{bid}/logs/gcg")).await?.bytes().await?;
+        let gz = http.get(format!("{url}/api/v1/batches/{bid}/logs/gcg")).bearer_auth(&token).send().await?;
+        ensure!(gz.status().is_success(), "batch {bid}'s logs: {}", gz.status());
+        let gz = gz.bytes().await?;
         let mut text = String::new();
         flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text)?;
         let games = shared::protocol::split_gcg_bundle(&text).map_err(anyhow::Error::msg)?;

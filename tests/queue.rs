@@ -297,6 +297,8 @@ async fn queue_rules() -> Result<()> {
     // Reprioritising and deleting are the submitter's too.
     let prio = json!({ "priority": 9 });
     assert_eq!(api.post(&format!("/experiments/{exp2}/priority"), Some(&other), prio.clone()).await.0, 403);
+    let (s, v) = api.post(&format!("/experiments/{exp2}/priority"), r, json!({ "priority": i32::MAX })).await;
+    assert!(s == 422 && v["error"].as_str().unwrap().starts_with("priority"), "{s} {v}");
     let (s, v) = api.post(&format!("/experiments/{exp2}/priority"), r, prio).await;
     assert_eq!((s, v["priority"].clone()), (200, json!(9)), "{v}");
     assert_eq!(get_json(&format!("{}/api/v1/experiments/{exp2}", coord.url)).await?["priority"], 9);
@@ -798,7 +800,13 @@ async fn match_uploads_must_be_the_batchs_games() -> Result<()> {
         &format!("{}{}\n", shared::protocol::GAME_MARKER, 2 * first),
         &format!("{}{}\n", shared::protocol::GAME_MARKER, 2 * first + 1000),
     );
+    // More games than the batch has, counted consistently: refused before its logs are read.
+    let mut more = honest.clone();
+    more["games"] = json!(more["games"].as_u64().unwrap() + 2);
+    more["wins"] = json!(more["wins"].as_u64().unwrap() + 2);
+    more["pair_points"][0] = json!(more["pair_points"][0].as_u64().unwrap() + 1);
     let cases = [
+        (send(&bundle, &more), "result.games"),
         (send(&bundle, &forged), "the tally is not what the logs say"),
         (send(&bundle, &wrapped), "result"),
         (send(&altered, &honest), "game "),
@@ -809,8 +817,15 @@ async fn match_uploads_must_be_the_batchs_games() -> Result<()> {
         let (s, v) = api.post(&path, Some(&token), body.clone()).await;
         assert!(s == 422 && v["error"].as_str().unwrap().contains(why), "{why}: {s} {v}");
     }
+    // Nothing refused is kept: the log store holds none of their logs.
+    fn files(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir)
+            .map_or(0, |entries| entries.flatten().map(|e| if e.path().is_dir() { files(&e.path()) } else { 1 }).sum())
+    }
+    assert_eq!(files(&log_store(&db.url)), 0, "refused uploads wrote to the log store");
     let (s, v) = api.post(&path, Some(&token), send(&bundle, &honest)).await;
     assert_eq!(s, 200, "the real games are accepted: {v}");
+    assert_eq!(files(&log_store(&db.url)), 2, "the accepted upload's two logs are stored");
     let w = worker_named(&coord.url, "forger").await?.unwrap();
     assert_eq!(w["rejected"], cases.len() as u64, "{w}");
     assert_eq!(check_totals(&coord.url, experiment_of(&b)).await?["games"], 2 * pairs);

@@ -97,7 +97,13 @@ async fn selfplay_games_are_kept_in_the_log_store_and_download_as_training_data(
             assert_eq!(hex::encode(sha2::Sha256::digest(inflate(&bytes)?.as_bytes())), *sha);
             stored += bytes.len() as i64;
         }
-        let served = reqwest::get(format!("{u}/api/v1/batches/{batch}/logs/gcg")).await?.bytes().await?;
+        let served = reqwest::Client::new()
+            .get(format!("{u}/api/v1/batches/{batch}/logs/gcg"))
+            .bearer_auth(&token)
+            .send()
+            .await?
+            .bytes()
+            .await?;
         assert!(served[..] == std::fs::read(object("gcg", gcg))?[..]);
     }
     assert_eq!(d["log_bytes"].as_i64(), Some(stored));

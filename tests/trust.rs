@@ -236,6 +236,21 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     playing.abort();
     let exp = get_json(&format!("{}/api/v1/experiments/{id}", coord.url)).await?;
     assert_eq!(exp["cells"][0]["games"], 0, "nothing counts before a replica: {exp}");
+    // Nor can a worker copy it: a pending result's logs go to admins only, and to nobody
+    // without a token.
+    let admin = coordinator_cmd(&db.url, &["token", "create", "--role", "admin"])?;
+    let logs_url = format!("{}/api/v1/batches/{}/logs/gcg", coord.url, a["batch_id"].as_str().unwrap());
+    let status = |token: Option<&str>| {
+        let mut r = api.http.get(&logs_url);
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        async move { r.send().await.map(|r| r.status().as_u16()) }
+    };
+    assert_eq!(status(None).await?, 401);
+    assert_eq!(status(Some(&sybil)).await?, 403, "a worker cannot read a pending result's logs");
+    assert_eq!(status(Some(&researcher)).await?, 404, "nor a researcher, before it is validated");
+    assert_eq!(status(Some(admin.lines().last().unwrap_or_default())).await?, 200);
 
     // The Sybil (same owner) is never handed a batch its owner already uploaded.
     let (_, c) = api.claim(&sybil).await;

@@ -116,6 +116,10 @@ pub async fn reprioritise(
     Path(id): Path<Uuid>,
     Json(r): Json<PriorityRequest>,
 ) -> Result<Json<serde_json::Value>> {
+    use shared::spec::MAX_PRIORITY;
+    if !(-MAX_PRIORITY..=MAX_PRIORITY).contains(&r.priority) {
+        return Err(Error::unprocessable(format!("priority: from -{MAX_PRIORITY} to {MAX_PRIORITY}")));
+    }
     let mut tx = st.db.begin().await?;
     owned(&mut tx, &caller, id, "reprioritise").await?;
     sqlx::query("UPDATE experiments SET priority = $2 WHERE id = $1")

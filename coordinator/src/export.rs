@@ -36,9 +36,14 @@ fn csv(id: Uuid, what: &str, header_row: &str, rows: Vec<Vec<String>>) -> impl I
     ([(header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()), (header::CONTENT_DISPOSITION, disposition)], out)
 }
 
-/// RFC 4180: quoted when it holds a comma, a quote or a line break.
+/// RFC 4180: quoted when it holds a comma, a quote or a line break. Text that a spreadsheet
+/// would read as a formula (leading `=`, `+`, `-`, `@`, tab or CR: a worker may name itself
+/// `=cmd|' /C calc'!A0`) is written after a `'`, which spreadsheets show as text; numbers
+/// (`-205`) are written as they are.
 fn field(f: &str) -> String {
-    if f.contains([',', '"', '\n', '\r']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.to_string() }
+    let formula = f.starts_with(['=', '+', '-', '@', '\t', '\r']) && f.parse::<f64>().is_err();
+    let f = if formula { format!("'{f}") } else { f.to_string() };
+    if f.contains([',', '"', '\n', '\r']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f }
 }
 
 fn num(x: Option<f64>) -> String {
@@ -280,4 +285,23 @@ pub async fn games(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<i
         [(header::CONTENT_TYPE, "application/gzip".to_string()), (header::CONTENT_DISPOSITION, disposition)],
         Body::from_stream(members.flatten()),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field;
+
+    #[test]
+    fn fields_are_quoted_and_formulas_neutralised() {
+        assert_eq!(field("static"), "static");
+        assert_eq!(field("softmax:t=1,bag=60"), "\"softmax:t=1,bag=60\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("-205"), "-205");
+        assert_eq!(field("+1.5e3"), "+1.5e3");
+        assert_eq!(field("=cmd|' /C calc'!A0"), "'=cmd|' /C calc'!A0");
+        assert_eq!(field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(field("-1+cmd"), "'-1+cmd");
+        assert_eq!(field("\tx"), "'\tx");
+        assert_eq!(field("\r=1,2"), "\"'\r=1,2\"");
+    }
 }

@@ -49,6 +49,10 @@ macro_rules! unit_secs {
     };
 }
 
+/// Longest a probe's deadline grows (`reap` doubles it at each miss): a day, whatever a
+/// worker that claims probes and lets them expire does to the cell.
+const MAX_PROBE_DEADLINE_SECS: f64 = 86_400.0;
+
 /// A batch's deadline is at least this many times what its cell's pace says it takes (when
 /// longer than `--deadline-secs`), so that a slow but honest worker is never cut off.
 const DEADLINE_SLACK: f64 = 4.0;
@@ -632,7 +636,7 @@ pub async fn reap(db: &sqlx::PgPool, max_failures: u32, deadline_secs: u64) -> R
             // A probe (a cell that plays bots, without a pace yet) that outlived its deadline:
             // the cell's bots are slower than it allows.
             sqlx::query(concat!(
-                "UPDATE cells c SET probe_deadline_secs = 2 * greatest(coalesce(c.probe_deadline_secs, 0), $2)
+                "UPDATE cells c SET probe_deadline_secs = least($4, 2 * greatest(coalesce(c.probe_deadline_secs, 0), $2))
                  WHERE c.id = $1 AND (",
                 unit_secs!(),
                 ") IS NULL AND (SELECT e.kind FROM experiments e WHERE e.id = c.experiment_id) = ANY ($3)"
@@ -640,6 +644,7 @@ pub async fn reap(db: &sqlx::PgPool, max_failures: u32, deadline_secs: u64) -> R
             .bind(b.cell_id)
             .bind(deadline_secs as f64)
             .bind(JobKind::names_where(|k| k.plays_bots))
+            .bind(MAX_PROBE_DEADLINE_SECS)
             .execute(&mut *tx)
             .await?;
         }

@@ -1,5 +1,7 @@
-//! Batch results: the upload, in stages (decode, authenticate the lease, check, verify,
-//! record and settle), the logs, and recomputing cell tallies from stored results.
+//! Batch results: the upload, in stages (authenticate the lease, the kind's quick checks,
+//! decode the logs, the kind's verification, record and settle), the logs, and recomputing
+//! cell tallies from stored results. Nothing is inflated before the lease is known to be the
+//! uploader's, and nothing is written to the log store before every check has passed.
 //!
 //! One transaction records an upload, and it takes its locks in one order, the queue's:
 //! the batch, then its cell (and the experiment's advisory lock when a cell ends), then the
@@ -32,13 +34,29 @@ const MAX_LOG_BYTES: u64 = 256 << 20;
 /// 5-10x), plus a megabyte for small logs.
 const MAX_INFLATION: u64 = 100;
 
+/// Most bytes a log of `compressed` bytes may inflate to.
+fn inflation_cap(compressed: u64) -> u64 {
+    MAX_LOG_BYTES.min(MAX_INFLATION * compressed + (1 << 20))
+}
+
+/// Most bytes all the uploads being inflated at once may inflate to, in MiB: uploads past it
+/// wait their turn (`decode`), so that many large uploads at once cannot exhaust memory.
+pub const INFLATION_BUDGET_MIB: u32 = 1024;
+
+/// The share of [`INFLATION_BUDGET_MIB`] an upload's logs may take: their caps, in MiB.
+fn inflation_mib(u: &ResultUpload) -> u32 {
+    // Base64 is four characters for every three bytes.
+    let cap = |b64: &str| inflation_cap(b64.len() as u64 / 4 * 3 + 3);
+    ((cap(&u.logs.gcg_gz) + cap(&u.logs.csv_gz)).div_ceil(1 << 20) as u32).min(INFLATION_BUDGET_MIB)
+}
+
 /// Decode one base64-of-gzip log and check its sha256; returns the compressed bytes and the
 /// text. Inflation stops at `MAX_LOG_BYTES` or `MAX_INFLATION` times the compressed size.
 fn check_log(field: &str, b64: &str, sha: &str) -> Result<(Vec<u8>, String)> {
     let gz = base64::engine::general_purpose::STANDARD
         .decode(b64)
         .map_err(|e| Error::unprocessable(format!("logs.{field}: not base64: {e}")))?;
-    let cap = MAX_LOG_BYTES.min(MAX_INFLATION * gz.len() as u64 + (1 << 20));
+    let cap = inflation_cap(gz.len() as u64);
     let mut text = Vec::new();
     flate2::read::GzDecoder::new(&gz[..])
         .take(cap + 1)
@@ -63,8 +81,14 @@ struct Decoded {
     texts: crate::verify::Texts,
 }
 
-/// Stage 1: inflate the logs, boundedly, off the async threads and before any transaction.
-async fn decode(u: std::sync::Arc<ResultUpload>) -> Result<Decoded> {
+/// Inflate the logs, boundedly, off the async threads and before any transaction, within the
+/// coordinator's inflation budget.
+async fn decode(st: &AppState, u: std::sync::Arc<ResultUpload>) -> Result<Decoded> {
+    let _budget = st
+        .inflating
+        .acquire_many(inflation_mib(&u))
+        .await
+        .map_err(|e| Error::internal(format!("the inflation budget is closed: {e}")))?;
     tokio::task::spawn_blocking(move || -> Result<Decoded> {
         let (gcg_gz, gcg) = check_log("gcg_gz", &u.logs.gcg_gz, &u.logs.gcg_sha256)?;
         let (csv_gz, csv) = check_log("csv_gz", &u.logs.csv_gz, &u.logs.csv_sha256)?;
@@ -147,7 +171,7 @@ pub async fn upload(
 ) -> Result<Json<UploadResponse>> {
     let worker = caller.worker()?;
     let u = std::sync::Arc::new(u);
-    let logs = decode(u.clone()).await?;
+    // The batch, the lease and the result's shape first: nothing is inflated for a stranger.
     let b: Batch = {
         let mut db = st.db.acquire().await?;
         let b: Batch = sqlx::query_as(kinds::batch!(""))
@@ -165,6 +189,12 @@ pub async fn upload(
             checked => checked?,
         }
         b
+    };
+    let logs = match decode(&st, u.clone()).await {
+        Err(e) if e.status == axum::http::StatusCode::UNPROCESSABLE_ENTITY => {
+            return Err(refused(&st.db, &b, worker, e).await);
+        }
+        decoded => decoded?,
     };
     verify(&st, &b, worker, &u, logs.texts).await?;
     // The logs are stored before the row that names them (logstore's invariant); a repeat
@@ -510,22 +540,35 @@ pub async fn record_in_cell(
     Ok(None)
 }
 
-/// `GET /api/v1/batches/{id}/logs/{gcg|csv}`: a batch's logs, gzip-compressed: a validated
-/// result's, else one awaiting its replica; never a withdrawn or outvoted one.
-pub async fn logs(State(st): State<AppState>, Path((batch, which)): Path<(Uuid, String)>) -> Result<impl IntoResponse> {
+/// `GET /api/v1/batches/{id}/logs/{gcg|csv}`: a batch's logs, gzip-compressed, for
+/// researchers once the batch's result is validated, and for admins while it awaits its
+/// replica too; never a withdrawn or outvoted one. Nobody else: a worker that could read a
+/// pending result's logs could upload them as its own replica.
+pub async fn logs(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((batch, which)): Path<(Uuid, String)>,
+) -> Result<impl IntoResponse> {
+    caller.researcher()?;
+    let states = match caller.role {
+        crate::auth::Role::Admin => vec!["valid", "pending"],
+        _ => vec!["valid"],
+    };
     let (log, sql) = match which.as_str() {
         "gcg" => (
             Log::Gcg,
-            "SELECT gcg_sha256, gcg_gz FROM batch_results WHERE batch_id = $1 AND state IN ('valid', 'pending') ORDER BY state DESC, received_at LIMIT 1",
+            "SELECT gcg_sha256, gcg_gz FROM batch_results WHERE batch_id = $1 AND state = ANY ($2) ORDER BY state DESC, received_at LIMIT 1",
         ),
         "csv" => (
             Log::Csv,
-            "SELECT csv_sha256, csv_gz FROM batch_results WHERE batch_id = $1 AND state IN ('valid', 'pending') ORDER BY state DESC, received_at LIMIT 1",
+            "SELECT csv_sha256, csv_gz FROM batch_results WHERE batch_id = $1 AND state = ANY ($2) ORDER BY state DESC, received_at LIMIT 1",
         ),
         _ => return Err(Error::not_found("logs are `gcg` or `csv`")),
     };
-    let row: Option<(String, Option<Vec<u8>>)> = sqlx::query_as(sql).bind(batch).fetch_optional(&st.db).await?;
-    let (sha, inline) = row.ok_or_else(|| Error::not_found(format!("no result for batch {batch}")))?;
+    let row: Option<(String, Option<Vec<u8>>)> =
+        sqlx::query_as(sql).bind(batch).bind(&states).fetch_optional(&st.db).await?;
+    let (sha, inline) =
+        row.ok_or_else(|| Error::not_found(format!("no {} result for batch {batch}", states.join(" or "))))?;
     let bytes = st.logs.get_or(log, &sha, inline).await?;
     Ok(([(header::CONTENT_TYPE, "application/gzip")], bytes))
 }

@@ -40,6 +40,7 @@ pub async fn serve(url: Option<&str>, logs: logstore::LogStore, args: ServeArgs)
         rules: verify::RulesCache::default(),
         admission: admission.clone(),
         logs,
+        inflating: Arc::new(tokio::sync::Semaphore::new(crate::results::INFLATION_BUDGET_MIB as usize)),
     };
     let reaper = tokio::spawn(reaper(db, args, admission));
     tracing::info!(bind = %listener.local_addr()?, "serving");

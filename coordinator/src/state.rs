@@ -1,5 +1,5 @@
 //! What every handler shares: the database, the configuration, the rules cache, admission
-//! control and the log store.
+//! control, the log store and the uploads' inflation budget.
 
 use crate::config::Config;
 use crate::{logstore, shed, verify};
@@ -12,4 +12,6 @@ pub struct AppState {
     pub rules: verify::RulesCache,
     pub admission: Arc<shed::Admission>,
     pub logs: logstore::LogStore,
+    /// The uploads' inflation budget, in MiB (`results::INFLATION_BUDGET_MIB`).
+    pub inflating: Arc<tokio::sync::Semaphore>,
 }

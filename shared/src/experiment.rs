@@ -26,7 +26,7 @@
 
 use crate::kinds::matches::models;
 use crate::kinds::{ExperimentKind, JobKind};
-use crate::spec::{Artifacts, CellSpec, File, MAX_DESCRIPTION, MAX_NAME, SpecError, err};
+use crate::spec::{Artifacts, CellSpec, File, MAX_DESCRIPTION, MAX_NAME, MAX_PRIORITY, SpecError, err};
 use serde::{Deserialize, Serialize};
 
 /// A validated experiment, as the coordinator stores it: what every kind has, and the kind
@@ -69,6 +69,9 @@ impl ExperimentSpec {
         if f.description.len() > MAX_DESCRIPTION {
             return err("description", format!("at most {MAX_DESCRIPTION} bytes"));
         }
+        if !(-MAX_PRIORITY..=MAX_PRIORITY).contains(&f.priority) {
+            return err("priority", format!("from -{MAX_PRIORITY} to {MAX_PRIORITY}"));
+        }
         for (field, a) in [
             ("artifacts.lexicon", &f.artifacts.lexicon),
             ("artifacts.leaves", &f.artifacts.leaves),
@@ -87,7 +90,7 @@ impl ExperimentSpec {
             return err("gpu", format!("only {which} experiments (with a CNN bot) run on GPUs"));
         }
         let (description, priority, seed, artifacts, gpu) =
-            (f.description.clone(), f.priority.clamp(-100, 100), f.seed, f.artifacts.clone(), f.gpu);
+            (f.description.clone(), f.priority, f.seed, f.artifacts.clone(), f.gpu);
         let kind = ExperimentKind::parse(kind, f)?;
         Ok(ExperimentSpec { name, description, priority, seed, artifacts, gpu, kind })
     }
@@ -170,6 +173,8 @@ bot2 = "static"
         let e = ExperimentSpec::parse(&GRID.replace("bot2 = \"static\"", "bot2 = \"cnn:model=m.onnx\"")).unwrap_err();
         assert!(e.field == "match.bot2" && e.message.contains("coordinator artifact --role model m.onnx"), "{e}");
         rejects(&GRID.replace("kind = \"match\"", "kind = \"match\"\ngpu = true"), "gpu");
+        rejects(&GRID.replace("games = 100", "games = 100\npriority = 101"), "priority");
+        rejects(&GRID.replace("games = 100", "games = 100\npriority = -2147483648"), "priority");
         rejects("name = \"w\"\nkind = \"wintable\"\ngames = 2\ngpu = true\n", "gpu");
         rejects(&format!("{GRID}\n[sprt]\np0 = 0.6\np1 = 0.5\nalpha = 0.05\nbeta = 0.05\n"), "sprt");
         rejects(

@@ -17,6 +17,8 @@ pub const MAX_GAMES: u64 = 1_000_000_000;
 pub const MAX_NAME: usize = 200;
 /// Longest experiment description.
 pub const MAX_DESCRIPTION: usize = 4000;
+/// Priorities run from `-MAX_PRIORITY` to `MAX_PRIORITY` (higher is served first).
+pub const MAX_PRIORITY: i32 = 100;
 
 /// A rejected experiment: which field, and why.
 #[derive(Debug, thiserror::Error, PartialEq)]
