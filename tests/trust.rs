@@ -399,3 +399,33 @@ async fn an_outlier_among_time_budgeted_results_is_quarantined() -> Result<()> {
     drop(coord);
     db.drop_db().await
 }
+
+/// A worker that claims batches and vanishes leaves no experiment unfinished: an honest
+/// volunteer told to exit when idle waits while others' leases hold work it could do, plays
+/// the batches once those leases run out, and only then exits; the totals are a local run's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_claims_and_vanishes_leaves_nothing_unfinished() -> Result<()> {
+    let db = TestDb::create().await?;
+    // Leases outlast the volunteer's idle exit (4 s), so that without waiting it would leave.
+    let coord = Coordinator::start(&db.url, &["--lease-secs", "10", "--reap-secs", "1", "--batch-secs", "1"])?;
+    let api = Api { http: reqwest::Client::new(), url: coord.url.clone() };
+    let researcher = researcher_token(&db.url)?;
+    let dir = Scratch::new("vanish");
+    let id = submit(&coord.url, &researcher, &experiment_file(&dir.0, "vanish.toml", &experiment()))?;
+    let (_, v) = api.register("vanisher", None).await;
+    let vanisher = v["token"].as_str().unwrap().to_string();
+    for _ in 0..2 {
+        assert_eq!(api.claim(&vanisher).await.1["status"], "batch");
+    }
+    let mut honest = volunteer(&coord.url, "stayer", &dir.0.join("stayer"), &["--exit-when-idle"])?;
+    let done = wait_for_status(&coord.url, id, &["finished", "failed"], Duration::from_secs(180)).await;
+    let exited = honest.wait()?;
+    let done = done?;
+    assert_eq!((done["status"].as_str(), done["games"].as_u64()), (Some("finished"), Some(GAMES)), "{done}");
+    ensure!(exited.success(), "the volunteer exited with {exited}");
+    let log = std::fs::read_to_string(dir.0.join("stayer/volunteer.log"))?;
+    assert!(log.contains("other workers' leases hold some"), "it waited for the vanished leases:\n{log}");
+    check_local_autoplay(&done["cells"][0], ["static", "greedy"], GAMES, SEED)?;
+    drop(coord);
+    db.drop_db().await
+}

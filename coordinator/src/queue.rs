@@ -213,7 +213,7 @@ pub async fn claim(
     if me.leased >= st.cfg.max_leases as i64 {
         seen.record(&mut tx).await?;
         tx.commit().await?;
-        return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS }));
+        return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS, unfinished: false }));
     }
     let lease = Uuid::new_v4();
     // Batches put back in the queue (expired, released, awaiting a replica) go first: they are
@@ -247,14 +247,40 @@ pub async fn claim(
         }
     };
     let Some(batch) = batch else {
+        let unfinished = leased_to_others(&mut tx, worker, me.owner_id, &kinds, &caps).await?;
         seen.record(&mut tx).await?;
         tx.commit().await?;
-        return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS }));
+        return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS, unfinished }));
     };
     let spec = batch_spec(&mut tx, batch, st.cfg.lease_secs).await?;
     seen.record(&mut tx).await?;
     tx.commit().await?;
     Ok(Json(ClaimResponse::Batch(Box::new(spec))))
+}
+
+/// Whether batches this worker could be given are leased to other workers now (of its kinds
+/// and capabilities, in running cells, not closed to its owner): they come back to the queue
+/// if those leases run out, so a volunteer that exits when idle waits for them rather than
+/// leave them to nobody.
+async fn leased_to_others(
+    tx: &mut Transaction<'_, Postgres>,
+    worker: Uuid,
+    owner: Uuid,
+    kinds: &[String],
+    caps: &[String],
+) -> Result<bool> {
+    let (any,): (bool,) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id
+                        WHERE b.state = 'leased' AND b.lease_owner <> $1 AND NOT ($2 = ANY (b.exclude_owners))
+                          AND c.status = 'running' AND e.kind = ANY ($3) AND e.needs <@ $4)",
+    )
+    .bind(worker)
+    .bind(owner)
+    .bind(kinds)
+    .bind(caps)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(any)
 }
 
 /// What a claim says of its worker, recorded on its row.

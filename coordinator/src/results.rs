@@ -361,7 +361,8 @@ async fn settle_batch(tx: &mut Tx<'_>, batch: Uuid, uploader: Uuid, alone: bool,
     match replicas::judge(&claims, alone) {
         replicas::Judgement::Valid(agreed) => {
             let replicated = rows.iter().filter(|r| r.digest == agreed).count() > 1;
-            let mut wrong = Vec::new();
+            // Workers' rows are written after the cell's (the lock order: batch, cell, workers).
+            let (mut wrong, mut confirmed) = (Vec::new(), Vec::new());
             for r in &rows {
                 let now = if r.digest == agreed { "valid" } else { "wrong" };
                 if now != r.state {
@@ -375,10 +376,7 @@ async fn settle_batch(tx: &mut Tx<'_>, batch: Uuid, uploader: Uuid, alone: bool,
                 if now == "wrong" {
                     wrong.push(r.worker_id);
                 } else if replicated && r.state == "pending" {
-                    sqlx::query("UPDATE workers SET validated = validated + 1 WHERE id = $1")
-                        .bind(r.worker_id)
-                        .execute(&mut **tx)
-                        .await?;
+                    confirmed.push(r.worker_id);
                 }
             }
             let mut message = "recorded".to_string();
@@ -392,6 +390,11 @@ async fn settle_batch(tx: &mut Tx<'_>, batch: Uuid, uploader: Uuid, alone: bool,
                     message = format!("{message}; validated by a replica");
                 }
             }
+            confirmed.sort();
+            sqlx::query("UPDATE workers SET validated = validated + 1 WHERE id = ANY ($1)")
+                .bind(&confirmed)
+                .execute(&mut **tx)
+                .await?;
             for w in wrong {
                 let reason =
                     format!("its result for batch {batch} differed from what two other owners' workers agreed on");

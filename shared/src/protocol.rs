@@ -169,6 +169,10 @@ pub enum ClaimResponse {
     /// No runnable work now; ask again after this long.
     Idle {
         retry_after_ms: u64,
+        /// Work this worker could be given is leased to others now, and comes back if their
+        /// leases run out: a volunteer told to exit when idle waits for it.
+        #[serde(default)]
+        unfinished: bool,
     },
 }
 
@@ -301,8 +305,11 @@ mod tests {
 
     #[test]
     fn claim_response_is_tagged() {
-        let idle = serde_json::to_value(ClaimResponse::Idle { retry_after_ms: 5 }).unwrap();
-        assert_eq!(idle["status"], "idle");
+        let idle = serde_json::to_value(ClaimResponse::Idle { retry_after_ms: 5, unfinished: true }).unwrap();
+        assert_eq!((idle["status"].as_str(), idle["unfinished"].as_bool()), (Some("idle"), Some(true)));
+        // A coordinator of an earlier build says nothing of others' leases.
+        let old: ClaimResponse = serde_json::from_str(r#"{"status": "idle", "retry_after_ms": 5}"#).unwrap();
+        assert!(matches!(old, ClaimResponse::Idle { unfinished: false, .. }));
         let claim = ClaimRequest {
             protocol: 2,
             threads: 1,

@@ -42,7 +42,8 @@ pub struct Args {
     /// Threads to play on (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// Exit (status 0) once the coordinator has had no work for a few seconds.
+    /// Exit (status 0) once the coordinator has had no work for this worker for a few
+    /// seconds, and none is held by other workers' leases (which may run out).
     #[arg(long)]
     exit_when_idle: bool,
     /// Memory for the endgame solver's transposition table, in MiB (taken at the first
@@ -158,6 +159,8 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
     // Units per second measured on the last batch of each kind, for the coordinator's sizing.
     let mut rates: BTreeMap<String, f64> = BTreeMap::new();
     let mut idle_since = Instant::now();
+    // Whether the last idle answer said others' leases hold work for this worker.
+    let mut waiting_for_leases = false;
     let mut backoff = Duration::from_millis(500);
     // Consecutive "no work" answers stretch the wait, so idle volunteers cost the coordinator
     // little; work resets it.
@@ -191,13 +194,21 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
-            Ok(Claimed::Idle { retry_after_ms }) => {
+            Ok(Claimed::Idle { retry_after_ms, unfinished }) => {
                 // The upload in flight may be what finishes a cell and frees the next work.
                 if uploading.is_some() {
                     uploaded(&mut uploading).await;
                     continue;
                 }
                 backoff = Duration::from_millis(500);
+                // Others' leases hold work this worker could do if they run out: not idle yet.
+                if unfinished {
+                    if a.exit_when_idle && !waiting_for_leases {
+                        eprintln!("no work now, but other workers' leases hold some; waiting for them");
+                    }
+                    idle_since = Instant::now();
+                }
+                waiting_for_leases = unfinished;
                 if a.exit_when_idle && idle_since.elapsed() >= Duration::from_secs(IDLE_EXIT_SECS) {
                     eprintln!("no work; exiting");
                     return Ok(());
@@ -373,6 +384,8 @@ enum Claimed {
     Batch(Box<BatchSpec>),
     Idle {
         retry_after_ms: u64,
+        /// Others' leases hold work this worker could do (`ClaimResponse::Idle`).
+        unfinished: bool,
     },
     /// A leased batch this build cannot decode (a job kind or field added since it was built).
     Unknown {
@@ -389,7 +402,7 @@ fn decode_claim(v: serde_json::Value) -> Result<Claimed, ClientError> {
     if let Ok(r) = serde_json::from_value::<ClaimResponse>(v.clone()) {
         return Ok(match r {
             ClaimResponse::Batch(b) => Claimed::Batch(b),
-            ClaimResponse::Idle { retry_after_ms } => Claimed::Idle { retry_after_ms },
+            ClaimResponse::Idle { retry_after_ms, unfinished } => Claimed::Idle { retry_after_ms, unfinished },
         });
     }
     let id = |field: &str| v.get(field).and_then(|x| x.as_str()).and_then(|x| x.parse().ok());
@@ -617,7 +630,7 @@ mod tests {
         known["job"] = serde_json::json!({ "kind": "match", "bot1": "static", "bot2": "greedy", "seed": 1, "first_pair": 0, "pairs": 2 });
         assert!(matches!(decode_claim(known), Ok(Claimed::Batch(b)) if b.job.units() == 2));
         let idle = decode_claim(serde_json::json!({ "status": "idle", "retry_after_ms": 5 }));
-        assert!(matches!(idle, Ok(Claimed::Idle { retry_after_ms: 5 })));
+        assert!(matches!(idle, Ok(Claimed::Idle { retry_after_ms: 5, unfinished: false })));
         assert!(decode_claim(serde_json::json!({ "status": "party" })).is_err());
     }
 }
