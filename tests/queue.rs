@@ -903,3 +903,60 @@ async fn probes_that_miss_their_deadline_get_longer_ones() -> Result<()> {
     drop(coord);
     db.drop_db().await
 }
+
+/// Strangers cannot fail an experiment: failures from workers not yet trusted (fewer batches
+/// confirmed by replicas than `--replicate-until`) release the batch to other owners but never
+/// park it, however many owners fail it; a trusted worker's failures still do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn untrusted_failures_never_park_a_batch() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &["--replicate-until", "5", "--max-failures", "2"])?;
+    let api = Api::new(&coord.url);
+    let researcher = researcher_token(&db.url)?;
+    let (s, v) = api.submit(Some(&researcher), ONE_CELL).await;
+    assert_eq!(s, 200, "{v}");
+    let exp = v["id"].as_str().unwrap().to_string();
+    let mut failed = None;
+    // Three strangers, each an owner of its own, fail the same batch in turn.
+    for name in ["stranger-1", "stranger-2", "stranger-3"] {
+        let token = api.register(name).await;
+        let b = api.claim(&token, None).await;
+        assert_eq!(b["status"], "batch", "{b}");
+        let id = b["batch_id"].as_str().unwrap().to_string();
+        assert!(failed.as_ref().is_none_or(|f| *f == id), "the failed batch goes first to the next owner");
+        let (s, v) = api
+            .post(&format!("/batches/{id}/fail"), Some(&token), json!({ "lease_id": b["lease_id"], "error": "no" }))
+            .await;
+        assert_eq!((s, v["state"].as_str()), (200, Some("queued")), "{v}");
+        failed = Some(id);
+    }
+    let d = get_json(&format!("{}/api/v1/experiments/{exp}", coord.url)).await?;
+    assert_eq!((d["status"].as_str(), d["parked"].as_array().map(Vec::len)), (Some("running"), Some(0)), "{d}");
+    let pool = db.pool().await?;
+    let (failures, excluded): (i32, i32) =
+        sqlx::query_as("SELECT failures, cardinality(exclude_owners) FROM batches WHERE id = $1::uuid")
+            .bind(failed.as_deref().unwrap())
+            .fetch_one(&pool)
+            .await?;
+    assert_eq!((failures, excluded), (3, 3), "every failure counted, and none of the three gets it again");
+    // Trusted workers' failures park it as before: two owners of `--max-failures 2`.
+    sqlx::query("UPDATE workers SET validated = 5").execute(&pool).await?;
+    for name in ["trusted-1", "trusted-2"] {
+        let token = api.register(name).await;
+        sqlx::query("UPDATE workers SET validated = 5").execute(&pool).await?;
+        let b = api.claim(&token, None).await;
+        assert_eq!(b["batch_id"].as_str(), failed.as_deref(), "{b}");
+        let (s, v) = api
+            .post(
+                &format!("/batches/{}/fail", b["batch_id"].as_str().unwrap()),
+                Some(&token),
+                json!({ "lease_id": b["lease_id"], "error": "no" }),
+            )
+            .await;
+        let want = if name == "trusted-1" { "queued" } else { "parked" };
+        assert_eq!((s, v["state"].as_str()), (200, Some(want)), "{name}: {v}");
+    }
+    assert_eq!(get_json(&format!("{}/api/v1/experiments/{exp}", coord.url)).await?["status"], "failed");
+    drop(coord);
+    db.drop_db().await
+}

@@ -147,7 +147,8 @@ pub struct ServeArgs {
     /// Seconds of work a batch aims at, from the worker's measured speed.
     #[arg(long, env = "LEXHIVE_BATCH_SECS", default_value_t = 120)]
     pub batch_secs: u64,
-    /// Failures (error reports or expired leases) after which a batch is parked.
+    /// Failures (error reports or expired leases) from this many different owners' trusted
+    /// workers (past `--replicate-until`) park a batch; others' failures only release it.
     #[arg(long, env = "LEXHIVE_MAX_FAILURES", default_value_t = 3)]
     pub max_failures: u32,
     /// Largest request body accepted for a result upload, in bytes.

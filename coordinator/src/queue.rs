@@ -9,8 +9,9 @@
 //!   claiming worker's rate for the cell's kind.
 //! - A batch goes only to workers whose owner is not in its `exclude_owners` (owners that
 //!   failed it, let it expire, or uploaded it already: a replica must come from someone else).
-//! - A batch that `max_failures` different owners failed or let expire is parked, and its cell
-//!   fails. Failures from one owner never park a batch.
+//! - A batch that `max_failures` different owners' trusted workers failed or let expire is
+//!   parked, and its cell fails. Failures from one owner, or from workers not yet trusted
+//!   (`--replicate-until`), never park a batch.
 //! - A worker holds at most `max_leases` batches; a lease ends at the batch's deadline whatever
 //!   the heartbeats say. A quarantined worker gets no work.
 //!
@@ -546,13 +547,19 @@ pub async fn release(
 
 /// The `SET` list that counts a failure of the lease holder (joined as `w`) against batch `b`:
 /// its owner may not take the batch again, and the batch is parked once `$max` different owners
-/// have failed it (one owner failing it many times proves nothing about the batch).
+/// have failed it (one owner failing it many times proves nothing about the batch). Only a
+/// trusted worker's failure (`$trust` batches validated by replicas: `--replicate-until`)
+/// counts towards parking: strangers' failures release the batch to others, so that a few free
+/// accounts cannot fail an experiment.
 macro_rules! count_failure {
-    ($max:literal) => {
+    ($max:literal, $trust:literal) => {
         concat!("failures = b.failures + 1,
-         failed_owners = CASE WHEN w.owner_id = ANY (b.failed_owners) THEN b.failed_owners ELSE b.failed_owners || w.owner_id END,
+         failed_owners = CASE WHEN w.owner_id = ANY (b.failed_owners) OR w.validated < ", $trust, " THEN b.failed_owners
+                              ELSE b.failed_owners || w.owner_id END,
          exclude_owners = CASE WHEN w.owner_id = ANY (b.exclude_owners) THEN b.exclude_owners ELSE b.exclude_owners || w.owner_id END,
-         state = CASE WHEN cardinality(b.failed_owners) + (NOT w.owner_id = ANY (b.failed_owners))::int >= ", $max, " THEN 'parked' ELSE 'queued' END,
+         state = CASE WHEN w.validated >= ", $trust, "
+                       AND cardinality(b.failed_owners) + (NOT w.owner_id = ANY (b.failed_owners))::int >= ", $max, "
+                      THEN 'parked' ELSE 'queued' END,
          lease_id = NULL, lease_owner = NULL, lease_expires = NULL, deadline = NULL, updated_at = now()")
     };
 }
@@ -570,7 +577,7 @@ pub async fn fail(
     let mut tx = st.db.begin().await?;
     let row: Option<(Uuid, String)> = sqlx::query_as(concat!(
         "UPDATE batches b SET ",
-        count_failure!("$5"),
+        count_failure!("$5", "$6"),
         ", last_error = $4
          FROM workers w WHERE w.id = b.lease_owner AND b.id = $1 AND b.lease_id = $2 AND b.lease_owner = $3 AND b.state = 'leased'
          RETURNING b.cell_id, b.state",
@@ -580,6 +587,7 @@ pub async fn fail(
     .bind(worker)
     .bind(format!("worker {worker}: {error}"))
     .bind(st.cfg.max_failures as i32)
+    .bind(st.cfg.replicate_until.min(i64::MAX as u64) as i64)
     .fetch_optional(&mut *tx)
     .await?;
     let Some((cell, state)) = row else { return Err(lease_error(&mut *tx, batch, r.lease_id, worker).await) };
@@ -635,7 +643,7 @@ pub async fn settle_experiment(tx: &mut Transaction<'_, Postgres>, experiment: U
 /// Return expired leases (and batches past their deadline) to the queue, for another owner,
 /// parking those that enough owners let expire. Safe to run in every coordinator at once; the
 /// caller holds it back after a database outage (`Reaper`).
-pub async fn reap(db: &sqlx::PgPool, max_failures: u32, deadline_secs: u64) -> Result<u64> {
+pub async fn reap(db: &sqlx::PgPool, max_failures: u32, replicate_until: u64, deadline_secs: u64) -> Result<u64> {
     let mut tx = db.begin().await?;
     #[derive(sqlx::FromRow)]
     struct Expired {
@@ -646,7 +654,7 @@ pub async fn reap(db: &sqlx::PgPool, max_failures: u32, deadline_secs: u64) -> R
     }
     let rows: Vec<Expired> = sqlx::query_as(concat!(
         "UPDATE batches b SET ",
-        count_failure!("$1"),
+        count_failure!("$1", "$2"),
         ", last_error = CASE WHEN b.deadline <= now() THEN 'deadline passed: worker ' || w.id::text || ' held the batch too long'
                            ELSE 'lease expired: worker ' || w.id::text || ' stopped heartbeating' END
          FROM workers w
@@ -654,6 +662,7 @@ pub async fn reap(db: &sqlx::PgPool, max_failures: u32, deadline_secs: u64) -> R
          RETURNING b.id, b.cell_id, b.state, b.last_error LIKE 'deadline passed%' AS overdue",
     ))
     .bind(max_failures as i32)
+    .bind(replicate_until.min(i64::MAX as u64) as i64)
     .fetch_all(&mut *tx)
     .await?;
     for b in &rows {

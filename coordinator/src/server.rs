@@ -76,7 +76,9 @@ async fn reaper(db: sqlx::PgPool, args: ServeArgs, admission: Arc<shed::Admissio
         let done = if healthy_since.elapsed() < grace {
             sqlx::query("SELECT 1").execute(&db).await.map(drop).map_err(error::Error::from)
         } else {
-            queue::reap(&db, args.max_failures, args.deadline_secs.max(args.lease_secs)).await.map(drop)
+            queue::reap(&db, args.max_failures, args.replicate_until, args.deadline_secs.max(args.lease_secs))
+                .await
+                .map(drop)
         };
         if let Err(e) = done {
             tracing::warn!(error = %e.message, "reaper: the database is not answering; no lease expires until it has answered for a lease period");
