@@ -456,7 +456,7 @@ async fn carve(
 
 /// The claim's answer: the leased batch and its job.
 async fn batch_spec(tx: &mut Transaction<'_, Postgres>, batch: Uuid, lease_secs: u64) -> Result<BatchSpec> {
-    let b: kinds::Batch = sqlx::query_as(kinds::batch!("")).bind(batch).fetch_one(&mut **tx).await?;
+    let b: kinds::Batch = sqlx::query_as(kinds::BATCH).bind(batch).fetch_one(&mut **tx).await?;
     Ok(BatchSpec {
         batch_id: b.id,
         lease_id: b.lease_id.ok_or_else(|| Error::internal(format!("batch {batch} was claimed without a lease")))?,

@@ -174,7 +174,7 @@ pub async fn upload(
     // The batch, the lease and the result's shape first: nothing is inflated for a stranger.
     let b: Batch = {
         let mut db = st.db.acquire().await?;
-        let b: Batch = sqlx::query_as(kinds::batch!(""))
+        let b: Batch = sqlx::query_as(kinds::BATCH)
             .bind(batch)
             .fetch_optional(&mut *db)
             .await?
@@ -202,24 +202,38 @@ pub async fn upload(
     let sizes = (logs.gcg_gz.len() as i64, logs.csv_gz.len() as i64);
     st.logs.put(Log::Gcg, &u.logs.gcg_sha256, logs.gcg_gz).await?;
     st.logs.put(Log::Csv, &u.logs.csv_sha256, logs.csv_gz).await?;
-    record(&st, batch, worker, &u, sizes).await
+    record(&st, b, worker, &u, sizes).await
 }
 
 /// Stages 4 and 5, in one transaction: lock the batch, authenticate the lease again under the
-/// lock, record the result, settle it (`kinds::settle`), and count it for the worker.
+/// lock, record the result, settle it (`kinds::settle`), and count it for the worker. Only the
+/// batch's fields that change while it is leased are read again (its experiment's spec, which
+/// can be large, was read before the checks and does not change).
 async fn record(
     st: &AppState,
-    batch: Uuid,
+    mut b: Batch,
     worker: Uuid,
     u: &ResultUpload,
     (gcg_bytes, csv_bytes): (i64, i64),
 ) -> Result<Json<UploadResponse>> {
+    let batch = b.id;
     let mut tx = st.db.begin().await?;
-    let b: Batch = sqlx::query_as(kinds::batch!(" FOR NO KEY UPDATE OF b"))
-        .bind(batch)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("no batch {batch}")))?;
+    #[derive(sqlx::FromRow)]
+    struct Leased {
+        state: String,
+        lease_id: Option<Uuid>,
+        lease_owner: Option<Uuid>,
+        exclude_owners: Vec<Uuid>,
+    }
+    let now: Leased = sqlx::query_as(
+        "SELECT state, lease_id, lease_owner, exclude_owners FROM batches WHERE id = $1 FOR NO KEY UPDATE",
+    )
+    .bind(batch)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| Error::not_found(format!("no batch {batch}")))?;
+    (b.state, b.lease_id, b.lease_owner, b.exclude_owners) =
+        (now.state, now.lease_id, now.lease_owner, now.exclude_owners);
     if let Lease::Recorded = authenticate(&mut tx, &b, worker, u.lease_id).await? {
         return Ok(repeat());
     }

@@ -49,20 +49,11 @@ pub struct Batch {
     pub artifacts: Db<Vec<ArtifactRef>>,
 }
 
-/// The query a [`Batch`] is read with, then `$tail` (`FOR NO KEY UPDATE OF b` locks its
-/// row); `$1` is the batch.
-macro_rules! batch {
-    ($tail:literal) => {
-        concat!(
-            "SELECT b.id, b.state, b.lease_id, b.lease_owner, b.first_unit, b.units, b.positions,
-                    b.exclude_owners, b.priority, c.id AS cell_id, c.idx AS cell_index, c.bots, e.id AS experiment_id,
-                    e.name AS experiment_name, e.spec, e.artifacts
-             FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1",
-            $tail
-        )
-    };
-}
-pub(crate) use batch;
+/// The query a [`Batch`] is read with; `$1` is the batch.
+pub const BATCH: &str = "SELECT b.id, b.state, b.lease_id, b.lease_owner, b.first_unit, b.units, b.positions,
+        b.exclude_owners, b.priority, c.id AS cell_id, c.idx AS cell_index, c.bots, e.id AS experiment_id,
+        e.name AS experiment_name, e.spec, e.artifacts
+ FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1";
 
 impl Batch {
     /// Units `first_unit .. first_unit + units`, or the batch's explicit list.
