@@ -23,9 +23,9 @@ export DATABASE_URL="$pg/lexhive_demo"
 mkdir -p .demo
 running() { [[ -f .demo/coordinator.pid ]] && kill -0 "$(cat .demo/coordinator.pid)" 2>/dev/null; }
 if ! running; then
-    # One volunteer cannot replicate its own batches: this coordinator trusts its workers (no
-    # trust period, no spot checks).
-    nohup target/release/coordinator serve --bind "127.0.0.1:$port" --replicate-until 0 --spot-check 0 --log-store .demo/logs > .demo/coordinator.log 2>&1 &
+    # A coordinator of your own machines: it trusts every owner that registers (no replicas,
+    # no spot checks).
+    nohup target/release/coordinator serve --bind "127.0.0.1:$port" --trust-every-owner --spot-check 0 --log-store .demo/logs > .demo/coordinator.log 2>&1 &
     echo $! > .demo/coordinator.pid
     # It prints "listening on ..." once it serves (the first start builds the lexicon graph).
     for _ in $(seq 1 120); do grep -q "^listening on" .demo/coordinator.log && break; running || break; sleep 0.5; done

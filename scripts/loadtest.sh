@@ -20,9 +20,10 @@ cleanup() { kill "$(jobs -p)" 2>/dev/null || true; wait 2>/dev/null || true; rm 
 trap cleanup EXIT
 
 # The simulated uploads are not games (no replay: --verify-fraction 0) and every simulated
-# worker has one anonymous owner (no replicas: --replicate-until 0).
-target/release/coordinator serve --bind "127.0.0.1:$port" --verify-fraction 0 --replicate-until 0 \
-    --registrations-per-hour 0 --max-leases 1000 --batch-secs 10 > "$dir/coordinator.log" 2>&1 &
+# worker is an owner of its own, trusted (no replicas: --trust-every-owner), registered without
+# proof of work or a limit.
+target/release/coordinator serve --bind "127.0.0.1:$port" --verify-fraction 0 --trust-every-owner \
+    --registration-work 0 --registrations-per-hour 0 --max-leases 1000 --batch-secs 10 > "$dir/coordinator.log" 2>&1 &
 for _ in $(seq 1 240); do grep -q "^listening on" "$dir/coordinator.log" && break; sleep 0.5; done
 grep -q "^listening on" "$dir/coordinator.log" || { tail -5 "$dir/coordinator.log" >&2; exit 1; }
 token="$(target/release/coordinator token create --role researcher | tail -1)"

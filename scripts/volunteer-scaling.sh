@@ -22,7 +22,7 @@ for n in $THREADS; do
   psql "$PGURL/postgres" -qc "drop database if exists lexhive_scaling" -c "create database lexhive_scaling" 2>/dev/null
   export DATABASE_URL=$PGURL/lexhive_scaling
   D=$(mktemp -d)
-  $R/coordinator serve --bind 127.0.0.1:$PORT --replicate-until 0 --spot-check 0 --verify-fraction 0 \
+  $R/coordinator serve --bind 127.0.0.1:$PORT --trust-every-owner --spot-check 0 --verify-fraction 0 \
     --lexica lexica >"$D/coord.log" 2>&1 &
   CP=$!
   for _ in $(seq 100); do curl -sf http://127.0.0.1:$PORT/healthz >/dev/null && break; sleep 0.2; done

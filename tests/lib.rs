@@ -96,9 +96,10 @@ pub struct Coordinator {
 }
 
 impl Coordinator {
-    /// Start on a free port with extra `serve` flags. Unless they say `--replicate-until`,
-    /// every worker is trusted from the start and never spot-checked (most tests have one
-    /// volunteer, who could not replicate its own batches): the tests of replication say so.
+    /// Start on a free port with extra `serve` flags. Unless they say `--earn-trust-batches`,
+    /// every owner is trusted from the start and never spot-checked (most tests have one
+    /// volunteer, who could not replicate its own batches): the tests of trust say so. Unless
+    /// they say `--registration-work`, registrations need no proof of work.
     pub fn start(db_url: &str, args: &[&str]) -> Result<Self> {
         Self::start_env(db_url, args, &[])
     }
@@ -107,8 +108,11 @@ impl Coordinator {
     pub fn start_env(db_url: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<Self> {
         let envs: Vec<(String, String)> = envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        if !args.iter().any(|a| a == "--replicate-until") {
-            args.extend(["--replicate-until", "0", "--spot-check", "0"].map(String::from));
+        if !args.iter().any(|a| a == "--earn-trust-batches") {
+            args.extend(["--trust-every-owner", "--spot-check", "0"].map(String::from));
+        }
+        if !args.iter().any(|a| a == "--registration-work") {
+            args.extend(["--registration-work", "0"].map(String::from));
         }
         static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -520,11 +524,140 @@ pub fn check_local_autoplay(cell: &Value, bots: [&str; 2], games: u64, seed: u64
     Ok(())
 }
 
+/// A batch's GCG bundle and per-turn CSV.
+pub struct Logged {
+    pub gcg: String,
+    pub csv: String,
+}
+
+/// A match batch's games as a liar makes them: played locally by `bots` (`worker autoplay` on
+/// the experiment's `seed` and the batch's deals, at least `games` of them, kept in `dir` for
+/// later batches) but labelled as the batch's own bots, so that every move is legal on its
+/// deal; and the tally those logs give.
+pub fn played_by(
+    dir: &std::path::Path,
+    batch: &Value,
+    bots: [&str; 2],
+    seed: u64,
+    games: u64,
+) -> Result<(Logged, Value)> {
+    let (first, pairs) = (batch["job"]["first_pair"].as_u64().unwrap(), batch["job"]["pairs"].as_u64().unwrap());
+    let names = [batch["job"]["bot1"].as_str().unwrap(), batch["job"]["bot2"].as_str().unwrap()];
+    let logs = dir.join(format!("{}-{}", bots[0], bots[1]));
+    // Deals are by game number, so games played once serve every later batch.
+    if !logs.join(format!("game-{:06}.gcg", 2 * (first + pairs) - 1)).exists() {
+        std::fs::create_dir_all(&logs)?;
+        let out = std::process::Command::new(bin("worker"))
+            .args(["autoplay", "--bot1", bots[0], "--bot2", bots[1], "--seed", &seed.to_string(), "--threads", "2"])
+            .args(["--games", &(2 * (first + pairs)).max(games).to_string(), "--log-dir"])
+            .arg(&logs)
+            .output()?;
+        ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (mut bundle, mut outcomes) = (String::new(), Vec::new());
+    for id in 2 * first..2 * (first + pairs) {
+        let seat_bot = if id % 2 == 0 { [0, 1] } else { [1, 0] };
+        let text = std::fs::read_to_string(logs.join(format!("game-{id:06}.gcg")))?;
+        let text: String = text
+            .lines()
+            .map(|l| match l.strip_prefix("#player") {
+                Some(rest) => {
+                    let seat = rest[..1].parse::<usize>().unwrap() - 1;
+                    format!("#player{} p{} {}\n", seat + 1, seat + 1, names[seat_bot[seat]])
+                }
+                None => format!("{l}\n"),
+            })
+            .collect();
+        let s = engine::gcg::summarize(&text, "liar")?;
+        outcomes.push(engine::record::Outcome {
+            id,
+            seat_bot,
+            scores: s.scores,
+            bingos: s.bingos,
+            turns: s.turns,
+            micros: [0; 2],
+        });
+        bundle.push_str(&format!("{}{id}\n{text}", shared::protocol::GAME_MARKER));
+    }
+    // The per-turn rows of these games, the player column relabelled the same way (seats
+    // alternate turns; the eight fields after the player hold no comma).
+    let quote = |name: &str| if name.contains(',') { format!("\"{name}\"") } else { name.to_string() };
+    // (`worker autoplay` writes games as they finish: put them in order.)
+    let mut rows = std::collections::BTreeMap::<u64, String>::new();
+    for row in std::fs::read_to_string(logs.join("turns.csv"))?.lines().skip(1) {
+        let (id, rest) = row.split_once(',').unwrap();
+        let (id, (turn, _)) = (id.parse::<u64>()?, rest.split_once(',').unwrap());
+        if !(2 * first..2 * (first + pairs)).contains(&id) {
+            continue;
+        }
+        let seat_bot = if id % 2 == 0 { [0, 1] } else { [1, 0] };
+        let player = names[seat_bot[(turn.parse::<usize>()? - 1) % 2]];
+        let tail: Vec<&str> = row.rsplitn(9, ',').take(8).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        rows.entry(id).or_default().push_str(&format!("{id},{turn},{},{}\n", quote(player), tail.join(",")));
+    }
+    let csv = format!("{}\n{}", engine::gcg::CSV_HEADER, rows.into_values().collect::<String>());
+    Ok((Logged { gcg: bundle, csv }, serde_json::to_value(MatchTally::from_outcomes(&outcomes))?))
+}
+
+/// Upload a match batch's `logs` and `tally` as `token`'s result for `batch` (a claim's
+/// answer): the status and the body.
+pub async fn upload_match(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    batch: &Value,
+    logs: &Logged,
+    tally: &Value,
+) -> (u16, Value) {
+    let (gcg_gz, gcg_sha256) = gz64(&logs.gcg);
+    let (csv_gz, csv_sha256) = gz64(&logs.csv);
+    let mut result = tally.clone();
+    result["kind"] = json!("match");
+    let body = json!({
+        "lease_id": batch["lease_id"], "elapsed_ms": 1000, "result": result,
+        "logs": { "gcg_gz": gcg_gz, "gcg_sha256": gcg_sha256, "csv_gz": csv_gz, "csv_sha256": csv_sha256 },
+    });
+    post(
+        http,
+        &format!("{url}/api/v1/batches/{}/result", batch["batch_id"].as_str().unwrap_or_default()),
+        Some(token),
+        body,
+    )
+    .await
+}
+
 /// Start one `--exit-when-idle` volunteer per name (each its own owner), wait until the
 /// experiment finishes, and see each exit 0.
 pub async fn finish_with_volunteers(url: &str, id: Uuid, names: &[&str], home: &std::path::Path) -> Result<()> {
-    let mut honest: Vec<_> =
-        names.iter().map(|n| volunteer(url, n, &home.join(n), &["--exit-when-idle"])).collect::<Result<_>>()?;
+    finish_under(url, id, names, home, &[]).await
+}
+
+/// An owner made as a person would (`worker owner`, its token printed last) and trusted by the
+/// operator (`coordinator owner trust NAME`); returns its token.
+pub fn trusted_owner(url: &str, db_url: &str, name: &str) -> Result<String> {
+    let out = Command::new(bin("worker")).args(["owner", "--coordinator", url, "--name", name]).output()?;
+    ensure!(out.status.success(), "worker owner: {}", String::from_utf8_lossy(&out.stderr));
+    let token = String::from_utf8(out.stdout)?.lines().last().context("no token printed")?.to_string();
+    coordinator_cmd(db_url, &["owner", "trust", name])?;
+    Ok(token)
+}
+
+/// [`finish_with_volunteers`], the volunteers under an owner the operator trusts (`name`).
+pub async fn finish_with_trusted(
+    url: &str,
+    db_url: &str,
+    id: Uuid,
+    (owner, names): (&str, &[&str]),
+    home: &std::path::Path,
+) -> Result<()> {
+    let token = trusted_owner(url, db_url, owner)?;
+    finish_under(url, id, names, home, &["--owner-token", &token]).await
+}
+
+async fn finish_under(url: &str, id: Uuid, names: &[&str], home: &std::path::Path, extra: &[&str]) -> Result<()> {
+    let args: Vec<&str> = ["--exit-when-idle"].iter().chain(extra).copied().collect();
+    let mut honest: Vec<_> = names.iter().map(|n| volunteer(url, n, &home.join(n), &args)).collect::<Result<_>>()?;
     wait_for_status(url, id, &["finished"], Duration::from_secs(300)).await?;
     for w in &mut honest {
         let status = tokio::task::block_in_place(|| w.wait())?;

@@ -17,6 +17,12 @@ impl Api {
     fn new(url: &str) -> Self {
         Self { http: reqwest::Client::new(), url: url.into() }
     }
+    /// A client whose requests come from `addr` (any 127.x.y.z is this machine): another
+    /// network, as far as the coordinator can tell.
+    fn from(url: &str, addr: &str) -> Self {
+        let http = reqwest::Client::builder().local_address(addr.parse::<std::net::IpAddr>().unwrap()).build().unwrap();
+        Self { http, url: url.into() }
+    }
     async fn post(&self, path: &str, token: Option<&str>, body: Value) -> (u16, Value) {
         let mut r = self.http.post(format!("{}/api/v1{path}", self.url)).json(&body);
         if let Some(t) = token {
@@ -557,10 +563,7 @@ async fn a_worker_is_handed_only_the_kinds_it_runs() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_cells_get_batches_and_deadlines_at_their_own_pace() -> Result<()> {
     let db = TestDb::create().await?;
-    let coord = Coordinator::start(
-        &db.url,
-        &["--verify-fraction", "0", "--replicate-until", "0", "--spot-check", "0", "--max-leases", "3"],
-    )?;
+    let coord = Coordinator::start(&db.url, &["--verify-fraction", "0", "--max-leases", "3"])?;
     let api = Api::new(&coord.url);
     let researcher = researcher_token(&db.url)?;
     let big = ONE_CELL.replace("games = 40", "games = 40000");
@@ -581,11 +584,19 @@ async fn slow_cells_get_batches_and_deadlines_at_their_own_pace() -> Result<()> 
             .await?;
         }
     }
+    // What a worker says of its speed sizes nothing (a boaster gets first batches), what the
+    // coordinator timed does: 10 pairs a second.
+    let boaster = api.register("boaster").await;
+    for _ in 0..3 {
+        let b = api.claim(&boaster, Some(1e9)).await;
+        assert!(b["job"]["pairs"].as_u64().is_some_and(|p| p <= 2), "{b}");
+    }
     let a = api.register("a").await;
+    sqlx::query("UPDATE workers SET measured = '{\"match\": 10.0}' WHERE name = 'a'").execute(&pool).await?;
     let mut seen = Vec::new();
     for _ in 0..3 {
         // 20 games a second: 1,200 pairs in two minutes of fast games, 0.2 of a slow pair.
-        let b = api.claim(&a, Some(20.0)).await;
+        let b = api.claim(&a, Some(0.001)).await;
         assert_eq!(b["status"], "batch", "{b}");
         let (secs,): (f64,) =
             sqlx::query_as("SELECT extract(epoch FROM deadline - now())::float8 FROM batches WHERE id = $1::uuid")
@@ -904,46 +915,72 @@ async fn probes_that_miss_their_deadline_get_longer_ones() -> Result<()> {
     db.drop_db().await
 }
 
-/// Strangers cannot fail an experiment: failures from workers not yet trusted (fewer batches
-/// confirmed by replicas than `--replicate-until`) release the batch to other owners but never
-/// park it, however many owners fail it; a trusted worker's failures still do.
+/// Strangers cannot fail an experiment: failures from untrusted owners release the batch to
+/// other groups but never park it, however many owners fail it; trusted owners' failures
+/// still do. Owners of one network are one group: the batch never goes back to it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn untrusted_failures_never_park_a_batch() -> Result<()> {
     let db = TestDb::create().await?;
-    let coord = Coordinator::start(&db.url, &["--replicate-until", "5", "--max-failures", "2"])?;
+    let coord = Coordinator::start(
+        &db.url,
+        &["--earn-trust-batches", "5", "--max-failures", "2", "--registration-burst-secs", "0"],
+    )?;
     let api = Api::new(&coord.url);
     let researcher = researcher_token(&db.url)?;
     let (s, v) = api.submit(Some(&researcher), ONE_CELL).await;
     assert_eq!(s, 200, "{v}");
     let exp = v["id"].as_str().unwrap().to_string();
     let mut failed = None;
-    // Three strangers, each an owner of its own, fail the same batch in turn.
-    for name in ["stranger-1", "stranger-2", "stranger-3"] {
+    // Three strangers from three networks, each an owner of its own, fail the same batch in turn.
+    for (name, addr) in [("stranger-1", "127.0.1.1"), ("stranger-2", "127.0.2.1"), ("stranger-3", "127.0.3.1")] {
+        let api = Api::from(&coord.url, addr);
         let token = api.register(name).await;
         let b = api.claim(&token, None).await;
         assert_eq!(b["status"], "batch", "{b}");
         let id = b["batch_id"].as_str().unwrap().to_string();
-        assert!(failed.as_ref().is_none_or(|f| *f == id), "the failed batch goes first to the next owner");
+        assert!(failed.as_ref().is_none_or(|f| *f == id), "the failed batch goes first to the next group");
         let (s, v) = api
             .post(&format!("/batches/{id}/fail"), Some(&token), json!({ "lease_id": b["lease_id"], "error": "no" }))
             .await;
         assert_eq!((s, v["state"].as_str()), (200, Some("queued")), "{v}");
         failed = Some(id);
     }
+    // A fourth owner from the first stranger's network is its group: never handed the batch.
+    let neighbour = Api::from(&coord.url, "127.0.1.2");
+    let token = neighbour.register("stranger-4").await;
+    let b = neighbour.claim(&token, None).await;
+    assert_ne!(b["batch_id"].as_str(), failed.as_deref(), "{b}");
+    neighbour
+        .post(
+            &format!("/batches/{}/release", b["batch_id"].as_str().unwrap()),
+            Some(&token),
+            json!({ "lease_id": b["lease_id"] }),
+        )
+        .await;
     let d = get_json(&format!("{}/api/v1/experiments/{exp}", coord.url)).await?;
     assert_eq!((d["status"].as_str(), d["parked"].as_array().map(Vec::len)), (Some("running"), Some(0)), "{d}");
     let pool = db.pool().await?;
     let (failures, excluded): (i32, i32) =
-        sqlx::query_as("SELECT failures, cardinality(exclude_owners) FROM batches WHERE id = $1::uuid")
+        sqlx::query_as("SELECT failures, cardinality(exclude_groups) FROM batches WHERE id = $1::uuid")
             .bind(failed.as_deref().unwrap())
             .fetch_one(&pool)
             .await?;
-    assert_eq!((failures, excluded), (3, 3), "every failure counted, and none of the three gets it again");
-    // Trusted workers' failures park it as before: two owners of `--max-failures 2`.
-    sqlx::query("UPDATE workers SET validated = 5").execute(&pool).await?;
-    for name in ["trusted-1", "trusted-2"] {
-        let token = api.register(name).await;
-        sqlx::query("UPDATE workers SET validated = 5").execute(&pool).await?;
+    assert_eq!((failures, excluded), (3, 3), "every failure counted, and none of the three groups gets it again");
+    // Trusted owners' failures park it as before: two of `--max-failures 2`.
+    for (name, addr) in [("trusted-1", "127.0.4.1"), ("trusted-2", "127.0.5.1")] {
+        let (s, v) = api.post("/owners", None, json!({ "name": name })).await;
+        assert_eq!(s, 200, "{v}");
+        coordinator_cmd(&db.url, &["owner", "trust", name])?;
+        let api = Api::from(&coord.url, addr);
+        let (s, v) = api
+            .post(
+                "/workers/register",
+                None,
+                json!({ "protocol": shared::PROTOCOL_VERSION, "name": name, "threads": 2, "kinds": ALL_KINDS, "owner_token": v["token"] }),
+            )
+            .await;
+        assert_eq!(s, 200, "{v}");
+        let token = v["token"].as_str().unwrap().to_string();
         let b = api.claim(&token, None).await;
         assert_eq!(b["batch_id"].as_str(), failed.as_deref(), "{b}");
         let (s, v) = api

@@ -1,16 +1,16 @@
 //! Never believe an upload: a lying worker (plain HTTP) against a real coordinator, Postgres and
-//! two honest volunteers of other owners. It forges tallies, wraps counters, uploads another
-//! batch's logs, plays legal games with the wrong bot (which only a replica can catch), fails
-//! a batch on purpose, hoards leases, and runs a Sybil second worker under its own owner. The
-//! experiment must finish with exactly what a local run of its seed gives, and the liar must
-//! end quarantined with everything it contributed withdrawn. Where bots have time budgets
-//! (no replicas possible), a worker whose results stand out from the rest is quarantined too.
+//! two honest volunteers of an owner the operator trusts. It forges tallies, wraps counters,
+//! uploads another batch's logs, plays legal games with the wrong bot (which only a trusted
+//! replica can catch), fails a batch on purpose, hoards a lease, and runs a Sybil second
+//! worker under its own owner. The experiment must finish with exactly what a local run of its
+//! seed gives, and the liar must end quarantined with everything it contributed withdrawn.
+//! Where bots have time budgets (no replicas possible), a worker whose results stand out from
+//! the rest is quarantined too.
 
 use anyhow::{Context, Result, ensure};
 use base64::Engine as _;
 use e2e::*;
 use serde_json::{Value, json};
-use shared::stats::MatchTally;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -68,73 +68,9 @@ impl Api {
     }
 }
 
-/// A batch's GCG bundle and per-turn CSV.
-struct Logged {
-    gcg: String,
-    csv: String,
-}
-
-/// A batch's games as a liar makes them: played locally by `bots` (`worker autoplay` on the
-/// batch's seed and deals) but labelled as the batch's own bots, so that every move is legal
-/// on its deal; and the tally those logs give.
+/// A batch's games as a liar makes them (`played_by`), on this file's seed.
 fn games(dir: &std::path::Path, batch: &Value, bots: [&str; 2]) -> Result<(Logged, Value)> {
-    let (first, pairs) = (batch["job"]["first_pair"].as_u64().unwrap(), batch["job"]["pairs"].as_u64().unwrap());
-    let names = [batch["job"]["bot1"].as_str().unwrap(), batch["job"]["bot2"].as_str().unwrap()];
-    let logs = dir.join(format!("{}-{}", bots[0], bots[1]));
-    // Deals are by game number, so games played once serve every later batch.
-    if !logs.join(format!("game-{:06}.gcg", 2 * (first + pairs) - 1)).exists() {
-        std::fs::create_dir_all(&logs)?;
-        let out = std::process::Command::new(bin("worker"))
-            .args(["autoplay", "--bot1", bots[0], "--bot2", bots[1], "--seed", &SEED.to_string(), "--threads", "2"])
-            .args(["--games", &(2 * (first + pairs)).max(GAMES).to_string(), "--log-dir"])
-            .arg(&logs)
-            .output()?;
-        ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
-    let (mut bundle, mut outcomes) = (String::new(), Vec::new());
-    for id in 2 * first..2 * (first + pairs) {
-        let seat_bot = if id % 2 == 0 { [0, 1] } else { [1, 0] };
-        let text = std::fs::read_to_string(logs.join(format!("game-{id:06}.gcg")))?;
-        let text: String = text
-            .lines()
-            .map(|l| match l.strip_prefix("#player") {
-                Some(rest) => {
-                    let seat = rest[..1].parse::<usize>().unwrap() - 1;
-                    format!("#player{} p{} {}\n", seat + 1, seat + 1, names[seat_bot[seat]])
-                }
-                None => format!("{l}\n"),
-            })
-            .collect();
-        let s = engine::gcg::summarize(&text, "liar")?;
-        outcomes.push(engine::record::Outcome {
-            id,
-            seat_bot,
-            scores: s.scores,
-            bingos: s.bingos,
-            turns: s.turns,
-            micros: [0; 2],
-        });
-        bundle.push_str(&format!("{}{id}\n{text}", shared::protocol::GAME_MARKER));
-    }
-    // The per-turn rows of these games, the player column relabelled the same way (seats
-    // alternate turns; the eight fields after the player hold no comma).
-    let quote = |name: &str| if name.contains(',') { format!("\"{name}\"") } else { name.to_string() };
-    // (`worker autoplay` writes games as they finish: put them in order.)
-    let mut rows = std::collections::BTreeMap::<u64, String>::new();
-    for row in std::fs::read_to_string(logs.join("turns.csv"))?.lines().skip(1) {
-        let (id, rest) = row.split_once(',').unwrap();
-        let (id, (turn, _)) = (id.parse::<u64>()?, rest.split_once(',').unwrap());
-        if !(2 * first..2 * (first + pairs)).contains(&id) {
-            continue;
-        }
-        let seat_bot = if id % 2 == 0 { [0, 1] } else { [1, 0] };
-        let player = names[seat_bot[(turn.parse::<usize>()? - 1) % 2]];
-        let tail: Vec<&str> = row.rsplitn(9, ',').take(8).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        rows.entry(id).or_default().push_str(&format!("{id},{turn},{},{}\n", quote(player), tail.join(",")));
-    }
-    let csv = format!("{}\n{}", engine::gcg::CSV_HEADER, rows.into_values().collect::<String>());
-    Ok((Logged { gcg: bundle, csv }, serde_json::to_value(MatchTally::from_outcomes(&outcomes))?))
+    played_by(dir, batch, bots, SEED, GAMES)
 }
 
 /// Heartbeats the leases of `batches` every second until aborted.
@@ -160,8 +96,8 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     let coord = Coordinator::start(
         &db.url,
         &[
-            // Every batch replicated by another owner, whoever uploads it.
-            "--replicate-until",
+            // Nobody earns trust here: every untrusted batch waits for a trusted replica.
+            "--earn-trust-batches",
             "1000",
             "--spot-check",
             "0",
@@ -180,13 +116,15 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     let dir = Scratch::new("trust");
     let id = submit(&coord.url, &researcher, &experiment_file(&dir.0, "trust.toml", &experiment()))?;
 
-    // Identity: names must read as they are and be unique.
+    // Identity: names must read as they are, be unique, and not look like a taken one.
     let (s, v) = api.post("/owners", None, json!({ "name": "mallory\u{202E}txt.exe" })).await;
     assert_eq!(s, 422, "{v}");
     let (s, v) = api.post("/owners", None, json!({ "name": "mallory" })).await;
     assert_eq!(s, 200, "{v}");
     let owner = v["token"].as_str().unwrap().to_string();
     assert_eq!(api.post("/owners", None, json!({ "name": "MALLORY" })).await.0, 409);
+    let (s, v) = api.post("/owners", None, json!({ "name": "ma\u{217C}\u{217C}ory" })).await;
+    assert_eq!(s, 409, "small roman numerals fifty read as ll: {v}");
     let (s, v) = api.register("liar", Some(&owner)).await;
     assert_eq!(s, 200, "{v}");
     let liar = v["token"].as_str().unwrap().to_string();
@@ -194,14 +132,14 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     let (_, v) = api.register("sybil", Some(&owner)).await;
     let sybil = v["token"].as_str().unwrap().to_string();
 
-    // The liar takes two batches; a third claim is refused while it holds them.
+    // An untrusted owner holds one lease across all its workers.
     let (_, a) = api.claim(&liar).await;
-    let (_, b) = api.claim(&liar).await;
-    assert_eq!((a["status"].as_str(), b["status"].as_str()), (Some("batch"), Some("batch")), "{a} {b}");
-    assert_eq!(api.claim(&liar).await.1["status"], "idle", "leases are capped per worker");
+    assert_eq!(a["status"], "batch", "{a}");
+    assert_eq!(api.claim(&liar).await.1["status"], "idle", "one lease for a new owner");
+    assert_eq!(api.claim(&sybil).await.1["status"], "idle", "across all its workers");
     // The test plays the liar's games itself, in a debug build, which on a slow machine takes
     // longer than a lease: heartbeat meanwhile, as a volunteer does while it plays.
-    let playing = keep_alive(&api, &liar, &[&a, &b]);
+    let playing = keep_alive(&api, &liar, &[&a]);
 
     // Forged tallies and wrapped counters are refused, and nothing is recorded.
     let (honest_a, tally_a) = games(&dir.0, &a, ["static", "greedy"])?;
@@ -220,22 +158,27 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     let (s, v) = api.upload(&liar, &a, &bent, &tally_a).await;
     assert_eq!(s, 422, "a CSV row other than its game's: {v}");
     assert!(v["error"].as_str().unwrap_or_default().contains("logs.csv_gz: line 6"), "{v}");
-    // The logs of another batch (an old upload replayed) are not this batch's games.
-    let (honest_b, tally_b) = games(&dir.0, &b, ["static", "greedy"])?;
-    assert_eq!(api.upload(&liar, &a, &honest_b, &tally_b).await.0, 422, "another batch's logs");
 
-    // An honest upload, then legal games of the wrong bot: both pass the re-play, neither
-    // counts until another owner's replica matches it.
+    // An honest upload: it passes the re-play, and counts only once a trusted replica
+    // matches it.
     let (s, v) = api.upload(&liar, &a, &honest_a, &tally_a).await;
     assert_eq!(s, 200, "{v}");
-    assert!(v["message"].as_str().unwrap().contains("replicated"), "{v}");
+    assert!(v["message"].as_str().unwrap().contains("trusted worker"), "{v}");
+    playing.abort();
+    let (_, b) = api.claim(&liar).await;
+    assert_eq!(b["status"], "batch", "{b}");
+    let playing = keep_alive(&api, &liar, &[&b]);
+    // The logs of another batch (an old upload replayed) are not this batch's games.
+    assert_eq!(api.upload(&liar, &b, &honest_a, &tally_a).await.0, 422, "another batch's logs");
+    // Legal games of the wrong bot pass the re-play too; only a trusted replica can tell.
+    let (_, tally_b) = games(&dir.0, &b, ["static", "greedy"])?;
     let (wrong_b, wrong_tally) = games(&dir.0, &b, ["greedy", "greedy"])?;
     assert_ne!(wrong_tally, tally_b);
     let (s, v) = api.upload(&liar, &b, &wrong_b, &wrong_tally).await;
     assert_eq!(s, 200, "the wrong bot's games are legal games of the deal: {v}");
     playing.abort();
     let exp = get_json(&format!("{}/api/v1/experiments/{id}", coord.url)).await?;
-    assert_eq!(exp["cells"][0]["games"], 0, "nothing counts before a replica: {exp}");
+    assert_eq!(exp["cells"][0]["games"], 0, "nothing counts before a trusted replica: {exp}");
     // Nor can a worker copy it: a pending result's logs go to admins only, and to nobody
     // without a token.
     let admin = coordinator_cmd(&db.url, &["token", "create", "--role", "admin"])?;
@@ -252,7 +195,7 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     assert_eq!(status(Some(&researcher)).await?, 404, "nor a researcher, before it is validated");
     assert_eq!(status(Some(admin.lines().last().unwrap_or_default())).await?, 200);
 
-    // The Sybil (same owner) is never handed a batch its owner already uploaded.
+    // The Sybil (same owner) is never handed a replica: replicas go to trusted workers only.
     let (_, c) = api.claim(&sybil).await;
     ensure!(c["batch_id"] != a["batch_id"] && c["batch_id"] != b["batch_id"], "{c}");
     api.post(
@@ -275,10 +218,13 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     for token in [&liar, &sybil] {
         let (_, h) = api.claim(token).await;
         assert_ne!(h["batch_id"], f["batch_id"], "a failed batch goes to another owner");
+        if let Some(id) = h["batch_id"].as_str() {
+            api.post(&format!("/batches/{id}/release"), Some(token), json!({ "lease_id": h["lease_id"] })).await;
+        }
     }
 
-    // Hoarding: the liar now holds two batches and only heartbeats; the deadline ends its
-    // leases whatever the heartbeats say.
+    // Hoarding: the liar holds a batch and only heartbeats; the deadline ends its lease
+    // whatever the heartbeats say.
     let held = Instant::now();
     let (_, h) = api.claim(&liar).await;
     loop {
@@ -296,10 +242,12 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 
-    // Two honest volunteers, each its own owner, play the experiment and its replicas.
-    finish_with_volunteers(&coord.url, id, &["h1", "h2"], &dir.0).await?;
+    // Two honest volunteers of an owner the operator trusts play the experiment and the
+    // liar's replicas.
+    finish_with_trusted(&coord.url, &db.url, id, ("lab", &["h1", "h2"]), &dir.0).await?;
 
-    // The liar was outvoted on its wrong-bot batch and quarantined; it gets no more work.
+    // The liar was contradicted by a trusted replica on its wrong-bot batch and quarantined;
+    // it gets no more work.
     let liar_row = worker_named(&coord.url, "liar").await?.context("liar listed")?;
     let why = liar_row["quarantine_reason"].as_str().unwrap_or_default();
     assert!(why.contains("differed"), "{liar_row}");
@@ -312,6 +260,9 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     .fetch_all(&pool)
     .await?;
     assert_eq!(liars, [("withdrawn".to_string(),), ("wrong".to_string(),)], "its honest result withdrawn too");
+    let (distrusted,): (bool,) =
+        sqlx::query_as("SELECT distrusted_at IS NOT NULL FROM owners WHERE name = 'mallory'").fetch_one(&pool).await?;
+    assert!(distrusted, "an owner a trusted worker found wrong never earns trust");
 
     // Exactly what a local run of the seed gives.
     let exp = check_totals(&coord.url, id).await?;
@@ -320,7 +271,7 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     let out = coordinator_cmd(&db.url, &["recompute"])?;
     assert!(out.contains("0 differed"), "{out}");
 
-    // What replication cost: results uploaded per batch counted.
+    // What trust cost: the trusted owner's batches stood alone, the liar's two were replicated.
     let (uploaded, counted): (i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM batch_results WHERE experiment_id = $1), (SELECT count(*) FROM batches WHERE experiment_id = $1 AND state = 'done')",
     )
@@ -328,9 +279,9 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
     .fetch_one(&pool)
     .await?;
     eprintln!("replication: {uploaded} results uploaded for {counted} batches");
-    assert!(uploaded >= 2 * counted, "every batch was replicated");
+    assert_eq!(uploaded, counted + 2, "one result a batch, and a trusted replica of each of the liar's");
 
-    // Registration is rate-limited per address.
+    // Registration is rate-limited per network.
     let mut refused = None;
     for i in 0..40 {
         let (s, _) = api.post("/owners", None, json!({ "name": format!("flood-{i}") })).await;
@@ -351,7 +302,9 @@ async fn a_lying_worker_changes_nothing() -> Result<()> {
 async fn an_outlier_among_time_budgeted_results_is_quarantined() -> Result<()> {
     const PAIRS: u64 = 80;
     let db = TestDb::create().await?;
-    let coord = Coordinator::start(&db.url, &["--batch-secs", "1", "--replicate-until", "1000", "--spot-check", "0"])?;
+    // Every owner trusted, as time-budgeted bots' batches go to trusted owners only: the cheat
+    // is one that earned trust and then cheats where no replica can catch it.
+    let coord = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
     let api = Api { http: reqwest::Client::new(), url: coord.url.clone() };
     let researcher = researcher_token(&db.url)?;
     let dir = Scratch::new("outlier");

@@ -2,7 +2,7 @@
 //! owners, workers, artifacts, exports, the log store, recomputing totals).
 
 use crate::config::Config;
-use crate::{artifacts, auth, db, export, logstore, owners, results, server, workers};
+use crate::{artifacts, auth, db, export, logstore, owners, results, server, trust, workers};
 use anyhow::{Context, Result};
 use clap::{CommandFactory, Parser, Subcommand};
 use std::net::SocketAddr;
@@ -110,6 +110,17 @@ enum OwnerCmd {
     List,
     /// Create an invitation code for `--registration invite` (last line of stdout).
     Invite,
+    /// Trust an owner: its workers' results count without a replica, and they replicate and
+    /// settle other owners' results (your own machines, or a person you know).
+    Trust {
+        /// The owner's name.
+        name: String,
+    },
+    /// Take an owner's trust away (earned or given); its results need trusted replicas again.
+    Untrust {
+        /// The owner's name.
+        name: String,
+    },
     /// Ban an owner: revoke its and its workers' tokens, quarantine its workers and withdraw
     /// everything they contributed (their batches are redone by others).
     Ban {
@@ -147,8 +158,8 @@ pub struct ServeArgs {
     /// Seconds of work a batch aims at, from the worker's measured speed.
     #[arg(long, env = "LEXHIVE_BATCH_SECS", default_value_t = 120)]
     pub batch_secs: u64,
-    /// Failures (error reports or expired leases) from this many different owners' trusted
-    /// workers (past `--replicate-until`) park a batch; others' failures only release it.
+    /// Failures (error reports or expired leases) from this many different groups of trusted
+    /// owners park a batch; untrusted owners' failures only release it.
     #[arg(long, env = "LEXHIVE_MAX_FAILURES", default_value_t = 3)]
     pub max_failures: u32,
     /// Largest request body accepted for a result upload, in bytes.
@@ -166,9 +177,14 @@ pub struct ServeArgs {
     /// (`coordinator owner invite`) and their workers.
     #[arg(long, env = "LEXHIVE_REGISTRATION", value_enum, default_value_t = owners::Registration::Open)]
     pub registration: owners::Registration,
-    /// Owners and workers one address may register per hour (0: no limit, for load tests).
+    /// Owners and workers one network (a /24 for IPv4, a /64 for IPv6) may register per hour
+    /// (0: no limit, for load tests).
     #[arg(long, env = "LEXHIVE_REGISTRATIONS_PER_HOUR", default_value_t = 30)]
     pub registrations_per_hour: u32,
+    /// Leading zero bits of proof of work (sha256) an owner registration needs, and a worker's
+    /// that registers without an owner token: 20 costs about a second of one core. 0: none.
+    #[arg(long, env = "LEXHIVE_REGISTRATION_WORK", default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=32))]
+    pub registration_work: u32,
     /// Most batches one worker holds at once. A volunteer plays one batch at a time on all its
     /// threads (batches are sized to its measured speed), so 2 leaves room for one whose upload
     /// is still on its way; a token that claims and only heartbeats holds no more.
@@ -178,22 +194,44 @@ pub struct ServeArgs {
     /// another owner and the holder's owner is charged a failure).
     #[arg(long, env = "LEXHIVE_DEADLINE_SECS", default_value_t = 1800)]
     pub deadline_secs: u64,
-    /// Batches of a worker replicated by another owner before its results are taken alone:
-    /// every batch of a new worker is validated by a replica until this many matched. 0
-    /// trusts every worker from the start: only for a coordinator of your own machines.
-    #[arg(long, env = "LEXHIVE_REPLICATE_UNTIL", default_value_t = 10)]
-    pub replicate_until: u64,
+    /// Trust every owner from the start: only for a coordinator of your own machines (results
+    /// then stand alone, and disagreements go to a third owner). Without it, only owners the
+    /// operator names (`coordinator owner trust NAME`) and owners that earned it are trusted.
+    #[arg(long, env = "LEXHIVE_TRUST_EVERY_OWNER")]
+    pub trust_every_owner: bool,
+    /// Batches an owner's workers must upload that trusted workers' replicas matched before
+    /// the owner is trusted ...
+    #[arg(long, env = "LEXHIVE_EARN_TRUST_BATCHES", default_value_t = 30)]
+    pub earn_trust_batches: u64,
+    /// ... in at least this many experiments ...
+    #[arg(long, env = "LEXHIVE_EARN_TRUST_EXPERIMENTS", default_value_t = 3)]
+    pub earn_trust_experiments: u64,
+    /// ... the first and the last at least this many hours apart.
+    #[arg(long, env = "LEXHIVE_EARN_TRUST_HOURS", default_value_t = 24.0)]
+    pub earn_trust_hours: f64,
+    /// Leases an untrusted owner holds at once, across all its workers.
+    #[arg(long, env = "LEXHIVE_UNTRUSTED_LEASES", default_value_t = 1)]
+    pub untrusted_leases: u32,
+    /// Seconds after an untrusted group's first registration during which every new owner
+    /// joins it, whatever its network: a burst of registrations is one person to the "different
+    /// owner" rules.
+    #[arg(long, env = "LEXHIVE_REGISTRATION_BURST_SECS", default_value_t = 10.0)]
+    pub registration_burst_secs: f64,
     /// Share of a trusted worker's batches replicated anyway, at random.
     #[arg(long, env = "LEXHIVE_SPOT_CHECK", default_value_t = 0.05, value_parser = fraction)]
     pub spot_check: f64,
     /// Largest database connection pool.
     #[arg(long, env = "LEXHIVE_DB_POOL", default_value_t = 16)]
     pub db_pool: u32,
-    /// API requests served at once past which claims, heartbeats and registrations are refused
-    /// with 503 and `Retry-After` (uploads and researchers' requests are never refused).
-    /// 0: four per pooled database connection.
+    /// API requests served at once past which claims, heartbeats and uploads are refused with
+    /// 503 and `Retry-After` (researchers' requests are never refused). 0: four per pooled
+    /// database connection.
     #[arg(long, env = "LEXHIVE_MAX_IN_FLIGHT", default_value_t = 0)]
     pub max_in_flight: u32,
+    /// Registrations (the requests anyone may make without a token) in service at once, apart
+    /// from the workers' budget; more are refused with 503 and `Retry-After`.
+    #[arg(long, env = "LEXHIVE_MAX_REGISTRATIONS_IN_FLIGHT", default_value_t = 8)]
+    pub max_registrations_in_flight: u32,
     /// Folder with the shipped data (enable.txt, enable.klv2, english.dist, standard15.layout).
     #[arg(long, env = "LEXHIVE_LEXICA")]
     pub lexica: Option<PathBuf>,
@@ -215,9 +253,18 @@ impl ServeArgs {
             verify_fraction: self.verify_fraction,
             registration: self.registration,
             registrations_per_hour: self.registrations_per_hour,
+            registration_work: self.registration_work,
+            max_registrations_in_flight: self.max_registrations_in_flight,
             max_leases: self.max_leases,
             deadline_secs: self.deadline_secs,
-            replicate_until: self.replicate_until,
+            trust: crate::trust::Policy {
+                every_owner: self.trust_every_owner,
+                earn_batches: self.earn_trust_batches,
+                earn_experiments: self.earn_trust_experiments,
+                earn_hours: self.earn_trust_hours,
+                untrusted_leases: self.untrusted_leases,
+                burst_secs: self.registration_burst_secs,
+            },
             spot_check: self.spot_check,
         }
     }
@@ -256,14 +303,15 @@ pub async fn run(cli: Cli) -> Result<()> {
             match cmd {
                 OwnerCmd::List => {
                     println!(
-                        "{:<36}  {:<24} {:>7} {:>9} {:>10} {:>8} {:>11}  banned",
-                        "id", "name", "workers", "validated", "mismatches", "refused", "quarantined"
+                        "{:<36}  {:<24} {:<8} {:>7} {:>9} {:>10} {:>8} {:>11}  banned",
+                        "id", "name", "trusted", "workers", "validated", "mismatches", "refused", "quarantined"
                     );
                     for o in owners::list(&db).await? {
                         println!(
-                            "{:<36}  {:<24} {:>7} {:>9} {:>10} {:>8} {:>11}  {}",
+                            "{:<36}  {:<24} {:<8} {:>7} {:>9} {:>10} {:>8} {:>11}  {}",
                             o.id,
                             o.name,
+                            o.trusted.as_deref().unwrap_or("no"),
                             o.workers,
                             o.validated,
                             o.mismatches,
@@ -274,6 +322,14 @@ pub async fn run(cli: Cli) -> Result<()> {
                     }
                 }
                 OwnerCmd::Invite => println!("{}", owners::invite(&db).await?),
+                OwnerCmd::Trust { name } => {
+                    trust::set_by_operator(&db, &name, true).await.map_err(|e| anyhow::anyhow!(e.message))?;
+                    println!("owner `{name}` is trusted: its workers' results count alone, and they replicate others'");
+                }
+                OwnerCmd::Untrust { name } => {
+                    trust::set_by_operator(&db, &name, false).await.map_err(|e| anyhow::anyhow!(e.message))?;
+                    println!("owner `{name}` is no longer trusted: its results need trusted replicas");
+                }
                 OwnerCmd::Ban { name, reason } => {
                     let n = owners::ban(&db, &name, &reason).await.map_err(|e| anyhow::anyhow!(e.message))?;
                     println!("owner `{name}` banned; {n} workers quarantined and their results withdrawn");

@@ -55,7 +55,10 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
         // it as first solves arrive (see `results`).
         let next = if c.carved { 0 } else { c.target };
         let (status, reason) = if c.target == 0 { ("finished", Some("nothing to do")) } else { ("running", None) };
-        sqlx::query("INSERT INTO cells (id, experiment_id, idx, params, bots, target_units, next_unit, status, stop_reason, tally) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
+        // Bots that play differently on every machine cannot be replicated: trusted workers only.
+        let deterministic =
+            c.bots.iter().flatten().all(|b| engine::bots::BotSpec::parse(b).is_ok_and(|s| s.deterministic()));
+        sqlx::query("INSERT INTO cells (id, experiment_id, idx, params, bots, target_units, next_unit, status, stop_reason, tally, deterministic) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
             .bind(Uuid::new_v4())
             .bind(id)
             .bind(c.index as i32)
@@ -66,6 +69,7 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
             .bind(status)
             .bind(reason)
             .bind(Db(MatchTally::default()))
+            .bind(deterministic)
             .execute(&mut *tx)
             .await?;
     }

@@ -25,5 +25,6 @@ mod router;
 mod server;
 mod shed;
 mod state;
+mod trust;
 mod verify;
 mod workers;

@@ -1,17 +1,19 @@
-//! Owners: the people behind volunteers. Replicas, endgame cross-checks and the failures that
-//! park a batch count only across different owners, so that one person running many workers
-//! (a Sybil) cannot agree with themselves. Registration is open or by invitation, rate-limited
-//! per address; names are unique and printable; an admin lists, bans and revokes.
+//! Owners: the people behind volunteers, and registration. An owner costs a proof of work
+//! (`--registration-work`), a network (/24, /64) registers at most `--registrations-per-hour`
+//! owners and workers (counted under one lock, so parallel requests cannot pass it together),
+//! and names are normalised (NFKC), printable, and refused when they look like a name already
+//! taken (Unicode's confusable skeleton). Trust is not here: `trust` says who is believed.
 //!
 //! # Design notes
 //!
-//! owner accounts (`POST /api/v1/owners`), open or invitation-only registration, per-address rate
-//! limits, names with no control or bidi characters, and the admin side (`coordinator owner
-//! list|invite|ban`, `coordinator worker list|revoke|quarantine`).
+//! owner accounts (`POST /api/v1/owners`), open or invitation-only registration, per-network
+//! limits and proof of work, names that read as they are, and the admin side (`coordinator owner
+//! list|invite|ban|trust|untrust`, `coordinator worker list|revoke|quarantine`).
 
 use crate::auth::{self, Role};
 use crate::error::{Error, Result};
 use crate::state::AppState;
+use crate::trust;
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -33,27 +35,73 @@ pub enum Registration {
     Invite,
 }
 
-/// Characters that reorder or hide text: a name holding one can pass for another.
-fn deceptive(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{061C}' | '\u{FEFF}')
+/// Whether a character may appear in a name: a space, ASCII, what Unicode allows in
+/// identifiers (letters, digits, marks of living scripts: UTS 39), or punctuation. Refused:
+/// controls, format characters (bidirectional overrides, zero widths, soft hyphens, tags),
+/// other separators (U+2028, U+2029), fillers (U+3164) and other default-ignorables, private
+/// use and unassigned code points, and symbols beyond ASCII.
+fn printable(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    use unicode_security::GeneralSecurityProfile;
+    c == ' '
+        || c.is_ascii_graphic()
+        || GeneralSecurityProfile::identifier_allowed(c)
+        || matches!(
+            get_general_category(c),
+            G::ConnectorPunctuation
+                | G::DashPunctuation
+                | G::OpenPunctuation
+                | G::ClosePunctuation
+                | G::InitialPunctuation
+                | G::FinalPunctuation
+                | G::OtherPunctuation
+        )
 }
 
-/// A display name, trimmed: 1 to `MAX_NAME` characters with no control, bidirectional or
-/// invisible formatting characters.
-pub fn check_name<'a>(field: &str, name: &'a str) -> Result<&'a str> {
-    let name = name.trim();
+fn is_mark(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    matches!(get_general_category(c), G::NonspacingMark | G::SpacingMark | G::EnclosingMark)
+}
+
+/// Most combining marks on one letter.
+const MAX_MARKS: usize = 3;
+
+/// A display name as stored: NFKC-normalised and trimmed, 1 to `MAX_NAME` characters of
+/// [`printable`] ones, no run of spaces, at most `MAX_MARKS` combining marks on a letter.
+pub fn check_name(field: &str, name: &str) -> Result<String> {
+    use unicode_normalization::UnicodeNormalization;
+    let name: String = name.nfkc().collect::<String>().trim().to_string();
     let n = name.chars().count();
     if n == 0 || n > MAX_NAME {
         return Err(Error::unprocessable(format!("{field}: must be 1 to {MAX_NAME} characters")));
     }
-    if let Some(c) = name.chars().find(|&c| deceptive(c)) {
+    if let Some(c) = name.chars().find(|&c| !printable(c)) {
         return Err(Error::unprocessable(format!(
-            "{field}: U+{:04X} is a control or text-direction character; names must read as they are",
+            "{field}: U+{:04X} is not a printable character (controls, formatting, separators, fillers and symbols beyond ASCII are refused); names must read as they are",
             c as u32
         )));
     }
+    let mut marks = 0;
+    for (i, c) in name.chars().enumerate() {
+        marks = if is_mark(c) { marks + 1 } else { 0 };
+        if marks > MAX_MARKS || (i == 0 && marks > 0) {
+            return Err(Error::unprocessable(format!(
+                "{field}: more than {MAX_MARKS} combining marks on one letter, or a mark with no letter"
+            )));
+        }
+    }
+    if name.contains("  ") {
+        return Err(Error::unprocessable(format!("{field}: two spaces in a row")));
+    }
     Ok(name)
+}
+
+/// What a name looks like, whatever its case: the UTS 39 skeleton of its skeleton's
+/// lowercase (the first maps a capital I to l before lowercasing would make it an i). Names
+/// with one skeleton are confusable ("аlice" in Cyrillic and "alice", "paypaI" and "paypal").
+pub fn skeleton(name: &str) -> String {
+    let first: String = unicode_security::skeleton(name).collect();
+    unicode_security::skeleton(&first.to_lowercase()).collect()
 }
 
 /// The address a request came from, when the server knows it.
@@ -67,39 +115,82 @@ impl<S: Send + Sync> FromRequestParts<S> for Peer {
     }
 }
 
-/// Refuse a registration from an address that made `limit` in the last hour (0: no limit).
-pub async fn check_rate(db: &sqlx::PgPool, peer: &Peer, limit: u32) -> Result<()> {
-    let Some(addr) = peer.0.filter(|_| limit > 0) else { return Ok(()) };
+/// What a registration must pass before anything is written: its proof of work (`what` of the
+/// name as sent, `--registration-work` bits). Cheap, and checked before any database work.
+pub fn check_work(st: &AppState, what: &str, name: &str, work: Option<u64>) -> Result<()> {
+    let bits = st.cfg.registration_work;
+    if bits > 0 && !work.is_some_and(|n| shared::work::verify(what, name, n, bits)) {
+        return Err(Error::forbidden(format!(
+            "work: this coordinator asks for {bits} bits of proof of work for a {what} registration (`shared::work`; `worker` does it); none or not enough was sent"
+        )));
+    }
+    Ok(())
+}
+
+/// Take the registration lock (registrations go one at a time: they are rare, and the limit
+/// per network and the burst groups must see every other one), then refuse a registration
+/// from a network that made `limit` in the last hour (0: no limit).
+pub async fn admit(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, network: Option<&str>, limit: u32) -> Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(trust::REGISTRATION_LOCK).execute(&mut **tx).await?;
+    let Some(net) = network.filter(|_| limit > 0) else { return Ok(()) };
     let (n,): (i64,) = sqlx::query_as(
-        "SELECT (SELECT count(*) FROM owners WHERE created_from = $1 AND created_at > now() - interval '1 hour')
-              + (SELECT count(*) FROM workers WHERE created_from = $1 AND created_at > now() - interval '1 hour')",
+        "SELECT (SELECT count(*) FROM owners WHERE network = $1 AND created_at > now() - interval '1 hour')
+              + (SELECT count(*) FROM workers WHERE network = $1 AND created_at > now() - interval '1 hour')",
     )
-    .bind(addr.to_string())
-    .fetch_one(db)
+    .bind(net)
+    .fetch_one(&mut **tx)
     .await?;
     if n >= limit as i64 {
         return Err(Error::new(
             axum::http::StatusCode::TOO_MANY_REQUESTS,
-            format!("{n} registrations from {addr} in the last hour; at most {limit} are accepted: try again later"),
+            format!(
+                "{n} registrations from network {net} in the last hour; at most {limit} are accepted: try again later"
+            ),
         ));
     }
     Ok(())
 }
 
-/// Create an owner; the name must be free (case-insensitively).
-pub async fn create(tx: &mut sqlx::Transaction<'_, sqlx::Postgres>, name: &str, from: Option<IpAddr>) -> Result<Uuid> {
+/// Create an owner (the caller holds the registration lock: `admit`); its name must be free
+/// and must not look like a taken one. It joins its network's or its burst's group, or is
+/// trusted from the start under `--trust-every-owner` (a group of its own).
+pub async fn create(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    name: &str,
+    from: Option<IpAddr>,
+    policy: trust::Policy,
+) -> Result<Uuid> {
     let id = Uuid::new_v4();
-    let inserted = sqlx::query(
-        "INSERT INTO owners (id, name, created_from) VALUES ($1, $2, $3) ON CONFLICT (lower(name)) DO NOTHING",
+    let network = from.map(trust::network);
+    let trust_it = policy.every_owner;
+    let group = if trust_it { id } else { trust::group_for(tx, network.as_deref(), id, policy.burst_secs).await? };
+    let look = skeleton(name);
+    let taken: Option<(String,)> =
+        sqlx::query_as("SELECT name FROM owners WHERE lower(name) = lower($1) OR skeleton = $2")
+            .bind(name)
+            .bind(&look)
+            .fetch_optional(&mut **tx)
+            .await?;
+    if let Some((other,)) = taken {
+        return Err(Error::conflict(if other.to_lowercase() == name.to_lowercase() {
+            format!("name: `{name}` is taken; choose another")
+        } else {
+            format!("name: `{name}` looks like `{other}`, which is taken; choose another")
+        }));
+    }
+    sqlx::query(
+        "INSERT INTO owners (id, name, created_from, network, grp, skeleton, trusted, trusted_at)
+         VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN 'operator' END, CASE WHEN $7 THEN now() END)",
     )
     .bind(id)
     .bind(name)
     .bind(from.map(|a| a.to_string()))
+    .bind(&network)
+    .bind(group)
+    .bind(&look)
+    .bind(trust_it)
     .execute(&mut **tx)
     .await?;
-    if inserted.rows_affected() == 0 {
-        return Err(Error::conflict(format!("name: `{name}` is taken; choose another")));
-    }
     Ok(id)
 }
 
@@ -110,9 +201,10 @@ pub async fn register(
     Json(r): Json<OwnerRequest>,
 ) -> Result<Json<OwnerResponse>> {
     let name = check_name("name", &r.name)?;
-    check_rate(&st.db, &peer, st.cfg.registrations_per_hour).await?;
+    check_work(&st, "owner", &r.name, r.work)?;
     let mut tx = st.db.begin().await?;
-    let id = create(&mut tx, name, peer.0).await?;
+    admit(&mut tx, peer.0.map(trust::network).as_deref(), st.cfg.registrations_per_hour).await?;
+    let id = create(&mut tx, &name, peer.0, st.cfg.trust).await?;
     if st.cfg.registration == Registration::Invite {
         let code = r.invitation.as_deref().ok_or_else(|| {
             Error::forbidden("registration here is by invitation: ask the operator for a code (`invitation`)")
@@ -139,15 +231,17 @@ pub async fn register(
     Ok(Json(OwnerResponse { owner_id: id, token }))
 }
 
-/// The owner an owner token belongs to, if it is one and the owner is not banned.
+/// The owner an owner token belongs to, if it is one and the owner is neither banned nor found
+/// wrong by a trusted worker (`trust::distrust`).
 pub async fn by_token(db: impl sqlx::PgExecutor<'_>, token: &str) -> Result<Uuid> {
     let row: Option<(Uuid,)> = sqlx::query_as(
-        "SELECT o.id FROM tokens t JOIN owners o ON o.id = t.owner_id WHERE t.hash = $1 AND t.role = 'owner' AND o.banned_at IS NULL",
+        "SELECT o.id FROM tokens t JOIN owners o ON o.id = t.owner_id WHERE t.hash = $1 AND t.role = 'owner' AND o.banned_at IS NULL
+           AND (o.distrusted_at IS NULL OR o.trusted IS NOT NULL)",
     )
     .bind(auth::hash(token))
     .fetch_optional(db)
     .await?;
-    row.map(|r| r.0).ok_or_else(|| Error::unauthorized("owner_token: unknown, revoked or banned"))
+    row.map(|r| r.0).ok_or_else(|| Error::unauthorized("owner_token: unknown, revoked, banned, or found wrong"))
 }
 
 /// An owner as the admin command lists it.
@@ -155,6 +249,8 @@ pub async fn by_token(db: impl sqlx::PgExecutor<'_>, token: &str) -> Result<Uuid
 pub struct OwnerRow {
     pub id: Uuid,
     pub name: String,
+    /// `operator`, `earned`, or none.
+    pub trusted: Option<String>,
     pub workers: i64,
     pub validated: i64,
     pub mismatches: i64,
@@ -165,7 +261,7 @@ pub struct OwnerRow {
 
 pub async fn list(db: &sqlx::PgPool) -> sqlx::Result<Vec<OwnerRow>> {
     sqlx::query_as(
-        "SELECT o.id, o.name, count(w.id) AS workers, coalesce(sum(w.validated), 0)::bigint AS validated,
+        "SELECT o.id, o.name, o.trusted, count(w.id) AS workers, coalesce(sum(w.validated), 0)::bigint AS validated,
                 coalesce(sum(w.mismatches), 0)::bigint AS mismatches, coalesce(sum(w.rejected), 0)::bigint AS rejected,
                 count(w.quarantined_at) AS quarantined, o.banned_at IS NOT NULL AS banned
          FROM owners o LEFT JOIN workers w ON w.owner_id = o.id GROUP BY o.id ORDER BY o.created_at",
@@ -232,12 +328,43 @@ mod tests {
 
     #[test]
     fn names_must_read_as_they_are() {
-        assert_eq!(check_name("name", "  Ada's laptop ").ok(), Some("Ada's laptop"));
+        assert_eq!(check_name("name", "  Ada's laptop ").ok().as_deref(), Some("Ada's laptop"));
         assert!(check_name("name", "Zoë 東京").is_ok());
-        for bad in ["", "   ", "evil\u{202E}gnp.exe", "tab\there", "zero\u{200B}width", "\u{2067}x"] {
+        assert!(check_name("name", "Αθήνα — «lab»").is_ok());
+        // NFKC: full-width letters and ligatures are their plain forms.
+        assert_eq!(check_name("name", "ＡＤＡ ﬁle").ok().as_deref(), Some("ADA file"));
+        let combining = format!("a{}", "\u{301}".repeat(63));
+        for bad in [
+            "",
+            "   ",
+            "evil\u{202E}gnp.exe",
+            "tab\there",
+            "zero\u{200B}width",
+            "\u{2067}x",
+            "\u{3164}",
+            "a\u{3164}b",
+            "line\u{2028}sep",
+            "para\u{2029}sep",
+            "word\u{2060}joiner",
+            "soft\u{00AD}hyphen",
+            "tag\u{E0041}\u{E0042}",
+            "private\u{E000}",
+            "two  spaces",
+            "\u{301}mark first",
+            &combining,
+        ] {
             assert!(check_name("name", bad).is_err(), "{bad:?}");
         }
         assert!(check_name("name", &"x".repeat(MAX_NAME)).is_ok());
         assert!(check_name("name", &"x".repeat(MAX_NAME + 1)).is_err());
+    }
+
+    #[test]
+    fn look_alike_names_share_a_skeleton() {
+        // Cyrillic а (U+0430) for Latin a; capital I for l; case.
+        assert_eq!(skeleton("\u{0430}lice"), skeleton("alice"));
+        assert_eq!(skeleton("paypaI"), skeleton("paypal"));
+        assert_eq!(skeleton("Alice"), skeleton("alice"));
+        assert_ne!(skeleton("alice"), skeleton("alicia"));
     }
 }

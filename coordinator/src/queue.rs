@@ -7,19 +7,24 @@
 //! - A cell's units of work (`JobKind::unit`) `0..next_unit` are covered by its batches
 //!   exactly once; new batches are carved from `next_unit` at claim time, sized for the
 //!   claiming worker's rate for the cell's kind.
-//! - A batch goes only to workers whose owner is not in its `exclude_owners` (owners that
-//!   failed it, let it expire, or uploaded it already: a replica must come from someone else).
-//! - A batch that `max_failures` different owners' trusted workers failed or let expire is
-//!   parked, and its cell fails. Failures from one owner, or from workers not yet trusted
-//!   (`--replicate-until`), never park a batch.
-//! - A worker holds at most `max_leases` batches; a lease ends at the batch's deadline whatever
+//! - A batch goes only to workers whose owner's group (`trust`) is not in its `exclude_groups`
+//!   (groups that failed it, let it expire, or uploaded it already: a replica must come from
+//!   someone else), and a `trusted_only` batch (a replica wanted, an endgame re-solve) and the
+//!   cells whose bots play differently on every machine only to trusted owners' workers.
+//! - A batch that `max_failures` different trusted groups failed or let expire is parked, and
+//!   its cell fails. Failures from one group, or from untrusted owners, never park a batch.
+//! - A trusted owner's worker holds at most `max_leases` batches; an untrusted owner at most
+//!   `untrusted_leases` across all its workers. A lease ends at the batch's deadline whatever
 //!   the heartbeats say. A quarantined worker gets no work.
+//! - A cell never waits on untrusted workers: a trusted worker with nothing else to do takes
+//!   over a batch an untrusted one holds (whose upload then finds its lease gone).
 //!
 //! # Design notes
 //!
 //! register, claim, heartbeat, release, fail, reap, and settling an experiment. A claim is served
 //! only from experiments of the kinds the worker named (`workers.kinds`), and a new batch is sized
-//! from the worker's measured rate for that kind (`workers.rates`), or is a small measuring batch
+//! from the coordinator's own timing of the worker's leases of that kind (`workers.measured`:
+//! what a worker says of its speed sizes nothing), or is a small measuring batch
 //! (`JobKind::first_batch_units`) for a kind it has not run yet. Only experiments whose `needs` are
 //! among the worker's `capabilities` (said with every claim) are served to it.
 
@@ -28,6 +33,7 @@ use crate::error::{Error, Result};
 use crate::kinds;
 use crate::owners::{self, Peer, Registration};
 use crate::state::AppState;
+use crate::trust;
 use axum::Json;
 use axum::extract::{Path, State};
 use shared::PROTOCOL_VERSION;
@@ -96,7 +102,7 @@ impl StoredGpu {
     fn of(c: &Capabilities) -> Result<StoredGpu> {
         Ok(match &c.gpu {
             Some(g) => StoredGpu {
-                name: Some(owners::check_name("capabilities.gpu.name", &g.name)?.to_string()),
+                name: Some(owners::check_name("capabilities.gpu.name", &g.name)?),
                 memory_mb: Some(g.memory_mb.min(1 << 40) as i64),
             },
             None => StoredGpu { name: None, memory_mb: None },
@@ -113,15 +119,21 @@ pub async fn register(
 ) -> Result<Json<RegisterResponse>> {
     check_protocol(r.protocol)?;
     let name = owners::check_name("name", &r.name)?;
+    let name = name.as_str();
     let threads = r.threads.clamp(1, 4096) as i32;
     let kinds = check_kinds(&r.kinds)?;
-    owners::check_rate(&st.db, &peer, st.cfg.registrations_per_hour).await?;
+    if r.owner_token.is_none() {
+        owners::check_work(&st, "worker", &r.name, r.work)?;
+    }
     let id = Uuid::new_v4();
+    let network = peer.0.map(trust::network);
     let mut tx = st.db.begin().await?;
+    owners::admit(&mut tx, network.as_deref(), st.cfg.registrations_per_hour).await?;
     let owner = match (&r.owner_token, st.cfg.registration) {
         (Some(t), _) => owners::by_token(&mut *tx, t).await?,
         (None, Registration::Open) => {
-            owners::create(&mut tx, &format!("anonymous-{}", &id.simple().to_string()[..12]), peer.0).await?
+            let anonymous = format!("anonymous-{}", &id.simple().to_string()[..12]);
+            owners::create(&mut tx, &anonymous, peer.0, st.cfg.trust).await?
         }
         (None, Registration::Invite) => {
             return Err(Error::unauthorized(
@@ -131,8 +143,8 @@ pub async fn register(
     };
     let gpu = StoredGpu::of(&r.capabilities)?;
     let inserted = sqlx::query(
-        "INSERT INTO workers (id, name, threads, kinds, owner_id, created_from, capabilities, gpu_name, gpu_memory_mb)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+        "INSERT INTO workers (id, name, threads, kinds, owner_id, created_from, capabilities, gpu_name, gpu_memory_mb, network)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
          ON CONFLICT (owner_id, lower(name)) DO NOTHING",
     )
     .bind(id)
@@ -144,6 +156,7 @@ pub async fn register(
     .bind(r.capabilities.names())
     .bind(gpu.name)
     .bind(gpu.memory_mb)
+    .bind(&network)
     .execute(&mut *tx)
     .await?;
     if inserted.rows_affected() == 0 {
@@ -185,70 +198,96 @@ pub async fn claim(
     let mut tx = st.db.begin().await?;
     #[derive(sqlx::FromRow)]
     struct Me {
-        owner_id: Uuid,
         quarantine_reason: Option<String>,
         quarantined: bool,
         leased: i64,
+        measured: Db<Rates>,
     }
     let caps = r.capabilities.names();
     let gpu = StoredGpu::of(&r.capabilities)?;
     // One claim of a worker at a time, so that two at once cannot both pass `max_leases`; its
     // row is read here and written last, after the batch and cell rows (the lock order
     // uploads keep too: `results`).
+    // An untrusted owner's claims take turns too, so that its lease cap holds across its
+    // workers.
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1::text, 1))").bind(worker).execute(&mut *tx).await?;
+    let standing = trust::standing(&mut tx, worker).await?;
+    let trusted = standing.trusted();
+    if !trusted {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1::text, 2))")
+            .bind(standing.owner)
+            .execute(&mut *tx)
+            .await?;
+    }
+    // Leases held: the worker's own when its owner is trusted, all its owner's otherwise.
     let me: Me = sqlx::query_as(
-        "SELECT owner_id, quarantine_reason, quarantined_at IS NOT NULL AS quarantined,
-                (SELECT count(*) FROM batches WHERE lease_owner = $1 AND state = 'leased') AS leased
+        "SELECT quarantine_reason, quarantined_at IS NOT NULL AS quarantined, measured,
+                CASE WHEN $3 THEN (SELECT count(*) FROM batches WHERE lease_owner = $1 AND state = 'leased')
+                     ELSE (SELECT count(*) FROM batches b JOIN workers w ON w.id = b.lease_owner
+                           WHERE b.state = 'leased' AND w.owner_id = $2) END AS leased
          FROM workers WHERE id = $1",
     )
     .bind(worker)
+    .bind(standing.owner)
+    .bind(trusted)
     .fetch_one(&mut *tx)
     .await?;
     let seen = Seen { worker, threads, kinds: &kinds, rates: &rates, caps: &caps, gpu };
+    if standing.distrusted {
+        return Err(Error::forbidden(
+            "this worker's owner was found wrong by a trusted worker; its workers get no more work. Ask the coordinator's operator",
+        ));
+    }
     if me.quarantined {
         return Err(Error::forbidden(format!(
             "this worker is quarantined ({}); its results were withdrawn. Ask the coordinator's operator",
             me.quarantine_reason.unwrap_or_default()
         )));
     }
-    if me.leased >= st.cfg.max_leases as i64 {
+    let cap = if trusted { st.cfg.max_leases } else { st.cfg.trust.untrusted_leases };
+    if me.leased >= cap as i64 {
         seen.record(&mut tx).await?;
         tx.commit().await?;
-        return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS, unfinished: false }));
+        // An untrusted owner at its cap: its other lease will end, and work may be left then.
+        return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS, unfinished: !trusted }));
     }
     let lease = Uuid::new_v4();
     // Batches put back in the queue (expired, released, awaiting a replica) go first: they are
-    // oldest work. Never to an owner that failed one or already uploaded it.
+    // oldest work. Never to a group that failed one or already uploaded it; replicas, re-solves
+    // and cells of bots that play differently on every machine to trusted owners only.
     let requeued: Option<(Uuid,)> = sqlx::query_as(
         concat!("UPDATE batches SET state = 'leased', lease_id = $1, lease_owner = $2, lease_expires = now() + make_interval(secs => $3),
                 deadline = now() + make_interval(secs => greatest($6,
                     (SELECT coalesce($7 * units * ", unit_secs!(), " / $8, c.probe_deadline_secs, 0) FROM cells c WHERE c.id = batches.cell_id))),
-                leases = leases + 1, updated_at = now()
-         WHERE id = (SELECT id FROM batches WHERE state = 'queued' AND NOT ($5 = ANY (exclude_owners))
-                       AND experiment_id IN (SELECT id FROM experiments WHERE kind = ANY ($4) AND needs <@ $9)
-                     ORDER BY priority DESC, created_at FOR NO KEY UPDATE SKIP LOCKED LIMIT 1)
+                leases = leases + 1, leased_at = now(), updated_at = now()
+         WHERE id = (SELECT b.id FROM batches b JOIN cells c ON c.id = b.cell_id
+                     WHERE b.state = 'queued' AND NOT ($5 = ANY (b.exclude_groups)) AND ($10 OR NOT b.trusted_only AND c.deterministic)
+                       AND b.experiment_id IN (SELECT id FROM experiments WHERE kind = ANY ($4) AND needs <@ $9)
+                     ORDER BY b.priority DESC, b.created_at FOR NO KEY UPDATE OF b SKIP LOCKED LIMIT 1)
          RETURNING id"),
     )
     .bind(lease)
     .bind(worker)
     .bind(lease_secs)
     .bind(&kinds)
-    .bind(me.owner_id)
+    .bind(standing.group)
     .bind(deadline_secs)
     .bind(DEADLINE_SLACK)
     .bind(threads.max(1) as f64)
     .bind(&caps)
+    .bind(trusted)
     .fetch_optional(&mut *tx)
     .await?;
-    let batch = match requeued {
+    let claimer = Claimer { id: worker, threads, kinds: &kinds, caps: &caps, trusted, measured: &me.measured.0 };
+    let mut batch = match requeued {
         Some((id,)) => Some(id),
-        None => {
-            let worker = Claimer { id: worker, threads, kinds: &kinds, caps: &caps, rates: &rates };
-            carve(&mut tx, &worker, lease, [lease_secs, deadline_secs], st.cfg.batch_secs).await?
-        }
+        None => carve(&mut tx, &claimer, lease, [lease_secs, deadline_secs], st.cfg.batch_secs).await?,
     };
+    if batch.is_none() && trusted {
+        batch = take_over(&mut tx, &claimer, standing.group, lease, lease_secs).await?;
+    }
     let Some(batch) = batch else {
-        let unfinished = leased_to_others(&mut tx, worker, me.owner_id, &kinds, &caps).await?;
+        let unfinished = leased_to_others(&mut tx, worker, standing.group, &kinds, &caps).await?;
         seen.record(&mut tx).await?;
         tx.commit().await?;
         return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS, unfinished }));
@@ -266,17 +305,17 @@ pub async fn claim(
 async fn leased_to_others(
     tx: &mut Transaction<'_, Postgres>,
     worker: Uuid,
-    owner: Uuid,
+    group: Uuid,
     kinds: &[String],
     caps: &[String],
 ) -> Result<bool> {
     let (any,): (bool,) = sqlx::query_as(
         "SELECT EXISTS (SELECT 1 FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id
-                        WHERE b.state = 'leased' AND b.lease_owner <> $1 AND NOT ($2 = ANY (b.exclude_owners))
+                        WHERE b.state = 'leased' AND b.lease_owner <> $1 AND NOT ($2 = ANY (b.exclude_groups))
                           AND c.status = 'running' AND e.kind = ANY ($3) AND e.needs <@ $4)",
     )
     .bind(worker)
-    .bind(owner)
+    .bind(group)
     .bind(kinds)
     .bind(caps)
     .fetch_one(&mut **tx)
@@ -321,7 +360,7 @@ macro_rules! runnable_cell {
             " AS unit_secs
          FROM cells c JOIN experiments e ON e.id = c.experiment_id
          WHERE c.status = 'running' AND c.next_unit < c.target_units AND e.status IN ('queued', 'running')
-           AND e.kind = ANY ($1) AND e.needs <@ $2
+           AND e.kind = ANY ($1) AND e.needs <@ $2 AND (c.deterministic OR $3)
          ORDER BY e.priority DESC, e.last_claim_at NULLS FIRST, c.last_claim_at NULLS FIRST, c.idx"
         )
     };
@@ -340,6 +379,13 @@ struct RunnableCell {
     probe_deadline_secs: Option<f64>,
 }
 
+/// Units per second by kind name.
+type Rates = std::collections::BTreeMap<String, f64>;
+
+/// Most threads a first batch is sized for: what a worker says of itself is not believed
+/// beyond this until the coordinator has timed it.
+const FIRST_BATCH_THREADS: u64 = 8;
+
 /// The worker a batch is carved for.
 struct Claimer<'a> {
     id: Uuid,
@@ -348,19 +394,80 @@ struct Claimer<'a> {
     kinds: &'a [String],
     /// What it can run beyond the engine, by name (an experiment's `needs` must be among them).
     caps: &'a [String],
-    /// Its measured units per second, by kind name.
-    rates: &'a std::collections::BTreeMap<String, f64>,
+    /// Its owner is trusted.
+    trusted: bool,
+    /// Its units per second by kind, as the coordinator timed its leases (`timed`).
+    measured: &'a Rates,
 }
 
 impl Claimer<'_> {
-    /// Units of `kind` that make about `secs` seconds of work for this worker: from its
-    /// measured rate for that kind, or a small first batch that measures it.
+    /// Units of `kind` that make about `secs` seconds of work for this worker: from the
+    /// coordinator's timing of its leases of that kind, or a small first batch that times it.
     fn units_for(&self, kind: JobKind, secs: u64) -> i64 {
-        match self.rates.get(kind.as_str()).filter(|r| r.is_finite() && **r > 0.0) {
+        match self.measured.get(kind.as_str()).filter(|r| r.is_finite() && **r > 0.0) {
             Some(rate) => (rate * secs as f64).round().min(i64::MAX as f64) as i64,
-            None => kind.first_batch_units(self.threads as u64) as i64,
+            None => kind.first_batch_units((self.threads as u64).min(FIRST_BATCH_THREADS)) as i64,
         }
     }
+}
+
+/// Record how fast a worker played a batch, as the coordinator saw it: `units` in `took`, from
+/// its lease to its upload's arrival, blended with what was measured before (half each), by
+/// kind. The worker's own report of its speed sizes nothing.
+pub async fn timed(
+    tx: &mut Transaction<'_, Postgres>,
+    worker: Uuid,
+    kind: JobKind,
+    units: i64,
+    took: chrono::TimeDelta,
+) -> Result<()> {
+    let secs = took.num_milliseconds().max(1) as f64 / 1000.0;
+    sqlx::query(
+        "UPDATE workers SET measured = jsonb_set(measured, ARRAY[$2],
+                to_jsonb(coalesce(0.5 * (measured->>$2)::float8 + 0.5 * $3, $3)))
+         WHERE id = $1",
+    )
+    .bind(worker)
+    .bind(kind.as_str())
+    .bind(units as f64 / secs)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// A trusted worker with nothing else to do takes over a batch an untrusted group holds in a
+/// running cell (the oldest lease first): the cell never waits on untrusted hoarders, and the
+/// trusted result settles the batch alone. The untrusted worker's lease is gone; it is not
+/// charged a failure.
+async fn take_over(
+    tx: &mut Transaction<'_, Postgres>,
+    worker: &Claimer<'_>,
+    group: Uuid,
+    lease: Uuid,
+    lease_secs: f64,
+) -> Result<Option<Uuid>> {
+    let row: Option<(Uuid,)> = sqlx::query_as(
+        "UPDATE batches SET lease_id = $1, lease_owner = $2, lease_expires = now() + make_interval(secs => $3),
+                leases = leases + 1, leased_at = now(), updated_at = now()
+         WHERE id = (SELECT b.id FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id
+                       JOIN workers w ON w.id = b.lease_owner JOIN owners o ON o.id = w.owner_id
+                     WHERE b.state = 'leased' AND o.trusted IS NULL AND o.grp <> $4 AND NOT ($4 = ANY (b.exclude_groups))
+                       AND c.status = 'running' AND e.kind = ANY ($5) AND e.needs <@ $6
+                     ORDER BY b.priority DESC, b.leased_at NULLS FIRST FOR NO KEY UPDATE OF b SKIP LOCKED LIMIT 1)
+         RETURNING id",
+    )
+    .bind(lease)
+    .bind(worker.id)
+    .bind(lease_secs)
+    .bind(group)
+    .bind(worker.kinds)
+    .bind(worker.caps)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if let Some((batch,)) = row {
+        tracing::info!(%batch, worker = %worker.id, "a trusted worker took over a batch an untrusted one held");
+    }
+    Ok(row.map(|r| r.0))
 }
 
 /// Carve a new batch from the next runnable cell: highest priority first, then the experiment
@@ -379,12 +486,14 @@ async fn carve(
         sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c SKIP LOCKED LIMIT 1"))
             .bind(worker.kinds)
             .bind(worker.caps)
+            .bind(worker.trusted)
             .fetch_optional(&mut **tx)
             .await?;
     if cell.is_none() {
         cell = sqlx::query_as(concat!(runnable_cell!(), " FOR NO KEY UPDATE OF c LIMIT 1"))
             .bind(worker.kinds)
             .bind(worker.caps)
+            .bind(worker.trusted)
             .fetch_optional(&mut **tx)
             .await?;
     }
@@ -413,8 +522,11 @@ async fn carve(
     let unit_secs = unit_secs.filter(|s| s.is_finite() && *s > 0.0);
     let threads = worker.threads.max(1) as f64;
     let probe = kind.plays_bots() && unit_secs.is_none();
-    let mut want =
-        if probe { kind.first_batch_units(threads as u64) as i64 } else { worker.units_for(kind, batch_secs) };
+    let mut want = if probe {
+        kind.first_batch_units((threads as u64).min(FIRST_BATCH_THREADS)) as i64
+    } else {
+        worker.units_for(kind, batch_secs)
+    };
     if let Some(s) = unit_secs {
         want = want.min((batch_secs as f64 * threads / s).floor().min(i64::MAX as f64) as i64);
     }
@@ -432,8 +544,8 @@ async fn carve(
         .await?;
     let id = Uuid::new_v4();
     sqlx::query(
-        "INSERT INTO batches (id, cell_id, experiment_id, first_unit, units, priority, state, leases, lease_id, lease_owner, lease_expires, deadline)
-         VALUES ($1, $2, $3, $4, $5, $6, 'leased', 1, $7, $8, now() + make_interval(secs => $9), now() + make_interval(secs => $10))",
+        "INSERT INTO batches (id, cell_id, experiment_id, first_unit, units, priority, state, leases, lease_id, lease_owner, lease_expires, deadline, leased_at)
+         VALUES ($1, $2, $3, $4, $5, $6, 'leased', 1, $7, $8, now() + make_interval(secs => $9), now() + make_interval(secs => $10), now())",
     )
     .bind(id)
     .bind(cell)
@@ -545,27 +657,26 @@ pub async fn release(
     Ok(Json(serde_json::json!({ "released": batch, "state": state })))
 }
 
-/// The `SET` list that counts a failure of the lease holder (joined as `w`) against batch `b`:
-/// its owner may not take the batch again, and the batch is parked once `$max` different owners
-/// have failed it (one owner failing it many times proves nothing about the batch). Only a
-/// trusted worker's failure (`$trust` batches validated by replicas: `--replicate-until`)
-/// counts towards parking: strangers' failures release the batch to others, so that a few free
-/// accounts cannot fail an experiment.
+/// The `SET` list that counts a failure of the lease holder (joined as `w`, its owner as `o`)
+/// against batch `b`: its group may not take the batch again, and the batch is parked once
+/// `$max` different groups have failed it (one group failing it many times proves nothing
+/// about the batch). Only a trusted owner's failure counts towards parking: untrusted owners'
+/// failures release the batch to others, so that free accounts cannot fail an experiment.
 macro_rules! count_failure {
-    ($max:literal, $trust:literal) => {
+    ($max:literal) => {
         concat!("failures = b.failures + 1,
-         failed_owners = CASE WHEN w.owner_id = ANY (b.failed_owners) OR w.validated < ", $trust, " THEN b.failed_owners
-                              ELSE b.failed_owners || w.owner_id END,
-         exclude_owners = CASE WHEN w.owner_id = ANY (b.exclude_owners) THEN b.exclude_owners ELSE b.exclude_owners || w.owner_id END,
-         state = CASE WHEN w.validated >= ", $trust, "
-                       AND cardinality(b.failed_owners) + (NOT w.owner_id = ANY (b.failed_owners))::int >= ", $max, "
+         failed_groups = CASE WHEN o.grp = ANY (b.failed_groups) OR o.trusted IS NULL THEN b.failed_groups
+                              ELSE b.failed_groups || o.grp END,
+         exclude_groups = CASE WHEN o.grp = ANY (b.exclude_groups) THEN b.exclude_groups ELSE b.exclude_groups || o.grp END,
+         state = CASE WHEN o.trusted IS NOT NULL
+                       AND cardinality(b.failed_groups) + (NOT o.grp = ANY (b.failed_groups))::int >= ", $max, "
                       THEN 'parked' ELSE 'queued' END,
          lease_id = NULL, lease_owner = NULL, lease_expires = NULL, deadline = NULL, updated_at = now()")
     };
 }
 
 /// `POST /api/v1/batches/{id}/fail`: the worker could not play the batch. It goes to another
-/// owner's worker.
+/// group's worker.
 pub async fn fail(
     State(st): State<AppState>,
     caller: Caller,
@@ -577,9 +688,10 @@ pub async fn fail(
     let mut tx = st.db.begin().await?;
     let row: Option<(Uuid, String)> = sqlx::query_as(concat!(
         "UPDATE batches b SET ",
-        count_failure!("$5", "$6"),
+        count_failure!("$5"),
         ", last_error = $4
-         FROM workers w WHERE w.id = b.lease_owner AND b.id = $1 AND b.lease_id = $2 AND b.lease_owner = $3 AND b.state = 'leased'
+         FROM workers w JOIN owners o ON o.id = w.owner_id
+         WHERE w.id = b.lease_owner AND b.id = $1 AND b.lease_id = $2 AND b.lease_owner = $3 AND b.state = 'leased'
          RETURNING b.cell_id, b.state",
     ))
     .bind(batch)
@@ -587,7 +699,6 @@ pub async fn fail(
     .bind(worker)
     .bind(format!("worker {worker}: {error}"))
     .bind(st.cfg.max_failures as i32)
-    .bind(st.cfg.replicate_until.min(i64::MAX as u64) as i64)
     .fetch_optional(&mut *tx)
     .await?;
     let Some((cell, state)) = row else { return Err(lease_error(&mut *tx, batch, r.lease_id, worker).await) };
@@ -640,10 +751,10 @@ pub async fn settle_experiment(tx: &mut Transaction<'_, Postgres>, experiment: U
     Ok(())
 }
 
-/// Return expired leases (and batches past their deadline) to the queue, for another owner,
-/// parking those that enough owners let expire. Safe to run in every coordinator at once; the
-/// caller holds it back after a database outage (`Reaper`).
-pub async fn reap(db: &sqlx::PgPool, max_failures: u32, replicate_until: u64, deadline_secs: u64) -> Result<u64> {
+/// Return expired leases (and batches past their deadline) to the queue, for another group,
+/// parking those that enough trusted groups let expire. Safe to run in every coordinator at
+/// once; the caller holds it back after a database outage or its own shedding (`reaper`).
+pub async fn reap(db: &sqlx::PgPool, max_failures: u32, deadline_secs: u64) -> Result<u64> {
     let mut tx = db.begin().await?;
     #[derive(sqlx::FromRow)]
     struct Expired {
@@ -654,15 +765,14 @@ pub async fn reap(db: &sqlx::PgPool, max_failures: u32, replicate_until: u64, de
     }
     let rows: Vec<Expired> = sqlx::query_as(concat!(
         "UPDATE batches b SET ",
-        count_failure!("$1", "$2"),
+        count_failure!("$1"),
         ", last_error = CASE WHEN b.deadline <= now() THEN 'deadline passed: worker ' || w.id::text || ' held the batch too long'
                            ELSE 'lease expired: worker ' || w.id::text || ' stopped heartbeating' END
-         FROM workers w
+         FROM workers w JOIN owners o ON o.id = w.owner_id
          WHERE w.id = b.lease_owner AND b.id IN (SELECT id FROM batches WHERE state = 'leased' AND lease_expires < now() FOR UPDATE SKIP LOCKED)
          RETURNING b.id, b.cell_id, b.state, b.last_error LIKE 'deadline passed%' AS overdue",
     ))
     .bind(max_failures as i32)
-    .bind(replicate_until.min(i64::MAX as u64) as i64)
     .fetch_all(&mut *tx)
     .await?;
     for b in &rows {

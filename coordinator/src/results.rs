@@ -16,6 +16,7 @@ use crate::logstore::Log;
 use crate::queue::{lease_error, settle_experiment};
 use crate::replicas;
 use crate::state::AppState;
+use crate::trust;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::header;
@@ -170,6 +171,8 @@ pub async fn upload(
     Json(u): Json<ResultUpload>,
 ) -> Result<Json<UploadResponse>> {
     let worker = caller.worker()?;
+    // When the result arrived: the worker's speed is timed to here, not to when the checks end.
+    let arrived = chrono::Utc::now();
     let u = std::sync::Arc::new(u);
     // The batch, the lease and the result's shape first: nothing is inflated for a stranger.
     let b: Batch = {
@@ -202,7 +205,7 @@ pub async fn upload(
     let sizes = (logs.gcg_gz.len() as i64, logs.csv_gz.len() as i64);
     st.logs.put(Log::Gcg, &u.logs.gcg_sha256, logs.gcg_gz).await?;
     st.logs.put(Log::Csv, &u.logs.csv_sha256, logs.csv_gz).await?;
-    record(&st, b, worker, &u, sizes).await
+    record(&st, b, worker, &u, sizes, arrived).await
 }
 
 /// Stages 4 and 5, in one transaction: lock the batch, authenticate the lease again under the
@@ -215,6 +218,7 @@ async fn record(
     worker: Uuid,
     u: &ResultUpload,
     (gcg_bytes, csv_bytes): (i64, i64),
+    arrived: chrono::DateTime<chrono::Utc>,
 ) -> Result<Json<UploadResponse>> {
     let batch = b.id;
     let mut tx = st.db.begin().await?;
@@ -223,24 +227,23 @@ async fn record(
         state: String,
         lease_id: Option<Uuid>,
         lease_owner: Option<Uuid>,
-        exclude_owners: Vec<Uuid>,
+        exclude_groups: Vec<Uuid>,
+        leased_at: Option<chrono::DateTime<chrono::Utc>>,
     }
     let now: Leased = sqlx::query_as(
-        "SELECT state, lease_id, lease_owner, exclude_owners FROM batches WHERE id = $1 FOR NO KEY UPDATE",
+        "SELECT state, lease_id, lease_owner, exclude_groups, leased_at FROM batches WHERE id = $1 FOR NO KEY UPDATE",
     )
     .bind(batch)
     .fetch_optional(&mut *tx)
     .await?
     .ok_or_else(|| Error::not_found(format!("no batch {batch}")))?;
-    (b.state, b.lease_id, b.lease_owner, b.exclude_owners) =
-        (now.state, now.lease_id, now.lease_owner, now.exclude_owners);
+    (b.state, b.lease_id, b.lease_owner, b.exclude_groups) =
+        (now.state, now.lease_id, now.lease_owner, now.exclude_groups);
+    let leased_at = now.leased_at;
     if let Lease::Recorded = authenticate(&mut tx, &b, worker, u.lease_id).await? {
         return Ok(repeat());
     }
-    let (owner, validated): (Uuid, i64) = sqlx::query_as("SELECT owner_id, validated FROM workers WHERE id = $1")
-        .bind(worker)
-        .fetch_one(&mut *tx)
-        .await?;
+    let standing = trust::standing(&mut tx, worker).await?;
     let kind = u.result.kind();
     let digest = replicas::digest(&kinds::replicable(&u.result), &u.logs.gcg_sha256, &u.logs.csv_sha256);
     let games = u.result.games();
@@ -254,7 +257,7 @@ async fn record(
     .bind(batch)
     .bind(u.lease_id)
     .bind(worker)
-    .bind(owner)
+    .bind(standing.owner)
     .bind(b.cell_id)
     .bind(b.experiment_id)
     .bind(Db(&u.result))
@@ -268,7 +271,7 @@ async fn record(
     .bind(&digest)
     .execute(&mut *tx)
     .await?;
-    let up = Upload { batch: &b, worker, owner, validated, st };
+    let up = Upload { batch: &b, worker, standing, st };
     let settled = kinds::settle(&mut tx, &up, &u.result).await?;
     // Games per second, for the workers page: of games only (other units are another
     // measure; workers size their batches by their own rate per kind).
@@ -283,6 +286,9 @@ async fn record(
     .bind(gps)
     .execute(&mut *tx)
     .await?;
+    if let Some(since) = leased_at {
+        crate::queue::timed(&mut tx, worker, kind, b.units, arrived - since).await?;
+    }
     tx.commit().await?;
     match settled {
         Settled::Told(message) => Ok(Json(UploadResponse { accepted: true, message })),
@@ -301,20 +307,6 @@ pub enum Settled {
     Outlier,
 }
 
-/// What recording needs to know of the coordinator's trust settings.
-#[derive(Clone, Copy)]
-pub struct Policy {
-    /// Owners whose validated results a cell needs before an SPRT may stop it: 2, or 1 when
-    /// every worker is trusted from the start (a coordinator of one's own machines).
-    min_owners: i64,
-}
-
-impl Policy {
-    pub fn of(cfg: &crate::config::Config) -> Self {
-        Policy { min_owners: if cfg.replicate_until == 0 { 1 } else { 2 } }
-    }
-}
-
 /// Mark a batch done: its cell has its units.
 pub async fn mark_done(tx: &mut Tx<'_>, batch: Uuid) -> Result<()> {
     sqlx::query(
@@ -327,18 +319,26 @@ pub async fn mark_done(tx: &mut Tx<'_>, batch: Uuid) -> Result<()> {
     Ok(())
 }
 
-/// Settle a result of a replicated kind: judged whole against other owners' replicas
+/// Settle a result of a replicated kind: judged whole against trusted replicas
 /// (`settle_batch`). Bots with time budgets play differently on every machine: their batches
-/// are validated by re-playing their games only (`verify`), and by comparing each worker's
-/// results with the rest of the cell's (`outliers`).
+/// go to trusted workers only, are validated by re-playing their games (`verify`), and each
+/// worker's results are compared with the rest of the cell's (`outliers`).
 pub async fn settle_replicated(tx: &mut Tx<'_>, up: &Upload<'_>) -> Result<Settled> {
     let deterministic =
         up.batch.bots.as_ref().is_none_or(|Db(bots)| {
             bots.iter().all(|b| engine::bots::BotSpec::parse(b).is_ok_and(|s| s.deterministic()))
         });
-    let cfg = &up.st.cfg;
-    let alone = !deterministic || !replicas::wants_replica(up.validated, cfg.replicate_until, cfg.spot_check);
-    let message = settle_batch(tx, up.batch.id, up.owner, alone, Policy::of(cfg)).await?;
+    let alone = match up.standing.trust {
+        Some(t) => !deterministic || !replicas::spot_checked(t, up.st.cfg.spot_check),
+        None => false,
+    };
+    sqlx::query("UPDATE batch_results SET alone = $3 WHERE batch_id = $1 AND lease_id = $2")
+        .bind(up.batch.id)
+        .bind(up.batch.lease_id)
+        .bind(alone)
+        .execute(&mut **tx)
+        .await?;
+    let message = settle_batch(tx, up.batch.id, up.standing.group, up.st.cfg.trust).await?;
     if !deterministic && crate::outliers::check(tx, up.batch.cell_id).await? == Some(up.worker) {
         return Ok(Settled::Outlier);
     }
@@ -346,100 +346,124 @@ pub async fn settle_replicated(tx: &mut Tx<'_>, up: &Upload<'_>) -> Result<Settl
 }
 
 /// Weigh a match or win-table batch's results after a new one (`replicas::judge`): credit the
-/// agreed result to its cell once, mark the others wrong and quarantine their workers; or put
-/// the batch back in the queue for another owner's replica. Returns the worker's message.
-async fn settle_batch(tx: &mut Tx<'_>, batch: Uuid, uploader: Uuid, alone: bool, policy: Policy) -> Result<String> {
+/// agreed result to its cell once, confirm the untrusted results that match it (trust is
+/// earned by them), mark the others wrong and quarantine their workers; or put the batch back
+/// in the queue for a trusted worker of another group. Returns the worker's message.
+pub async fn settle_batch(tx: &mut Tx<'_>, batch: Uuid, group: Uuid, policy: trust::Policy) -> Result<String> {
     #[derive(sqlx::FromRow)]
     struct Live {
         lease_id: Uuid,
         worker_id: Uuid,
         owner_id: Uuid,
+        grp: Uuid,
+        trusted: bool,
+        alone: bool,
         digest: String,
         state: String,
         result: Db<JobResult>,
     }
     let rows: Vec<Live> = sqlx::query_as(
-        "SELECT lease_id, worker_id, owner_id, digest, state, result FROM batch_results
-         WHERE batch_id = $1 AND state IN ('pending', 'valid') ORDER BY received_at, lease_id",
+        "SELECT r.lease_id, r.worker_id, r.owner_id, o.grp, o.trusted IS NOT NULL AS trusted, r.alone, r.digest, r.state, r.result
+         FROM batch_results r JOIN owners o ON o.id = r.owner_id
+         WHERE r.batch_id = $1 AND r.state IN ('pending', 'valid') ORDER BY r.received_at, r.lease_id",
     )
     .bind(batch)
     .fetch_all(&mut **tx)
     .await?;
-    let claims: Vec<replicas::Claim> =
-        rows.iter().map(|r| replicas::Claim { owner: r.owner_id, digest: &r.digest }).collect();
+    let claims: Vec<replicas::Claim> = rows
+        .iter()
+        .map(|r| replicas::Claim { group: r.grp, trusted: r.trusted, alone: r.alone, digest: &r.digest })
+        .collect();
     let (cell, units, state): (Uuid, i64, String) =
         sqlx::query_as("SELECT cell_id, units, state FROM batches WHERE id = $1")
             .bind(batch)
             .fetch_one(&mut **tx)
             .await?;
-    match replicas::judge(&claims, alone) {
+    match replicas::judge(&claims) {
         replicas::Judgement::Valid(agreed) => {
             let replicated = rows.iter().filter(|r| r.digest == agreed).count() > 1;
-            // Workers' rows are written after the cell's (the lock order: batch, cell, workers).
+            // Workers' and owners' rows are written after the cell's (the lock order: batch,
+            // cell, workers, owners).
             let (mut wrong, mut confirmed) = (Vec::new(), Vec::new());
             for r in &rows {
                 let now = if r.digest == agreed { "valid" } else { "wrong" };
+                let confirms = now == "valid" && replicated && r.state == "pending";
                 if now != r.state {
-                    sqlx::query("UPDATE batch_results SET state = $3 WHERE batch_id = $1 AND lease_id = $2")
-                        .bind(batch)
-                        .bind(r.lease_id)
-                        .bind(now)
-                        .execute(&mut **tx)
-                        .await?;
+                    sqlx::query(
+                        "UPDATE batch_results SET state = $3, confirmed = $4 WHERE batch_id = $1 AND lease_id = $2",
+                    )
+                    .bind(batch)
+                    .bind(r.lease_id)
+                    .bind(now)
+                    .bind(confirms && !r.trusted)
+                    .execute(&mut **tx)
+                    .await?;
                 }
                 if now == "wrong" {
-                    wrong.push(r.worker_id);
-                } else if replicated && r.state == "pending" {
-                    confirmed.push(r.worker_id);
+                    wrong.push((r.worker_id, r.owner_id));
+                } else if confirms {
+                    confirmed.push((r.worker_id, r.owner_id));
                 }
             }
             let mut message = "recorded".to_string();
             if state != "done" {
                 mark_done(tx, batch).await?;
                 let result = &rows.iter().find(|r| r.digest == agreed).expect("the agreed result").result.0;
-                if let Some(made) = record_in_cell(tx, cell, units, result.tally(), policy).await? {
+                if let Some(made) = record_in_cell(tx, cell, units, result.tally()).await? {
                     message = format!("recorded; {made}");
                 }
                 if replicated {
-                    message = format!("{message}; validated by a replica");
+                    message = format!("{message}; validated by a trusted replica");
                 }
             }
             confirmed.sort();
+            let workers: Vec<Uuid> = confirmed.iter().map(|c| c.0).collect();
             sqlx::query("UPDATE workers SET validated = validated + 1 WHERE id = ANY ($1)")
-                .bind(&confirmed)
+                .bind(&workers)
                 .execute(&mut **tx)
                 .await?;
-            for w in wrong {
-                let reason =
-                    format!("its result for batch {batch} differed from what two other owners' workers agreed on");
+            for (w, owner) in wrong {
+                let reason = format!("its result for batch {batch} differed from what trusted workers found");
                 crate::quarantine::quarantine(tx, w, &reason).await?;
-                tracing::warn!(%batch, worker = %w, "result outvoted by replicas; worker quarantined");
+                tracing::warn!(%batch, worker = %w, "result contradicted by trusted workers; worker quarantined");
+                // Its owner's other workers' results are no more believable than this one's
+                // (an operator-trusted owner's are: the operator decides about its machines).
+                for other in trust::distrust(tx, owner, &reason).await? {
+                    let why = format!("another worker of its owner was found wrong ({reason})");
+                    crate::quarantine::quarantine(tx, other, &why).await?;
+                }
+            }
+            let mut owners: Vec<Uuid> = confirmed.iter().map(|c| c.1).collect();
+            owners.sort();
+            owners.dedup();
+            let earned = trust::earn(tx, &owners, policy).await?;
+            if !earned.is_empty() {
+                message = format!("{message}; owner {} is now trusted", earned.join(", "));
             }
             Ok(message)
         }
         replicas::Judgement::Wanted => {
             let digests: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.digest.as_str()).collect();
             if digests.len() > 1 {
-                // Replicas disagree: every side is replicated again from now on until a
-                // majority says who was wrong.
                 let workers: Vec<Uuid> = rows.iter().map(|r| r.worker_id).collect();
-                sqlx::query("UPDATE workers SET mismatches = mismatches + 1, validated = 0 WHERE id = ANY ($1)")
+                sqlx::query("UPDATE workers SET mismatches = mismatches + 1 WHERE id = ANY ($1)")
                     .bind(&workers)
                     .execute(&mut **tx)
                     .await?;
-                tracing::warn!(%batch, "replicas disagree; asking another owner");
+                tracing::warn!(%batch, "results disagree; asking a trusted worker");
             }
             sqlx::query(
-                "UPDATE batches SET state = 'queued', lease_id = NULL, lease_owner = NULL, lease_expires = NULL, deadline = NULL,
-                        exclude_owners = CASE WHEN $2 = ANY (exclude_owners) THEN exclude_owners ELSE exclude_owners || $2 END,
+                "UPDATE batches SET state = 'queued', trusted_only = true, lease_id = NULL, lease_owner = NULL,
+                        lease_expires = NULL, deadline = NULL,
+                        exclude_groups = CASE WHEN $2 = ANY (exclude_groups) THEN exclude_groups ELSE exclude_groups || $2 END,
                         updated_at = now()
                  WHERE id = $1",
             )
             .bind(batch)
-            .bind(uploader)
+            .bind(group)
             .execute(&mut **tx)
             .await?;
-            Ok("recorded; it counts once another owner's worker has replicated it".into())
+            Ok("recorded; it counts once a trusted worker of another owner has replicated it".into())
         }
         replicas::Judgement::Unsettled => {
             sqlx::query(
@@ -447,11 +471,11 @@ async fn settle_batch(tx: &mut Tx<'_>, batch: Uuid, uploader: Uuid, alone: bool,
                         deadline = NULL, updated_at = now() WHERE id = $1",
             )
             .bind(batch)
-            .bind(format!("{} results from different owners and no two agree", rows.len()))
+            .bind(format!("{} results and no trusted majority", rows.len()))
             .execute(&mut **tx)
             .await?;
             crate::queue::park_cell(tx, cell).await?;
-            Ok("recorded; no two owners' results agree, so the batch is parked for the operator".into())
+            Ok("recorded; trusted workers' results disagree, so the batch is parked for the operator".into())
         }
     }
 }
@@ -468,15 +492,9 @@ struct CellState {
 }
 
 /// Add a batch's units and tally (kinds that play bots) to its cell, and finish or stop the
-/// cell when it is done (an SPRT only on results from `policy.min_owners` owners). When the
-/// cell finished now, what its kind made of it (`kinds::cell_finished`), if anything.
-pub async fn record_in_cell(
-    tx: &mut Tx<'_>,
-    cell: Uuid,
-    units: i64,
-    t: Option<&MatchTally>,
-    policy: Policy,
-) -> Result<Option<String>> {
+/// cell when it is done. When the cell finished now, what its kind made of it
+/// (`kinds::cell_finished`), if anything.
+pub async fn record_in_cell(tx: &mut Tx<'_>, cell: Uuid, units: i64, t: Option<&MatchTally>) -> Result<Option<String>> {
     let c: CellState = sqlx::query_as(
         "SELECT c.experiment_id, c.tally, c.status, c.done_units, c.target_units, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR NO KEY UPDATE OF c",
     )
@@ -490,18 +508,9 @@ pub async fn record_in_cell(
     let done = c.done_units + units;
     let mut next_status = None;
     if c.status == "running" {
-        let mut sprt = spec.kind.sprt().and_then(|s| sprt_reason(s, s.decide(&sum)));
-        if sprt.is_some() {
-            // No one owner's machines decide a test: its results must come from several.
-            let (owners,): (i64,) = sqlx::query_as(
-                "SELECT count(DISTINCT r.owner_id) FROM batch_results r JOIN batches b ON b.id = r.batch_id
-                 WHERE r.cell_id = $1 AND r.state = 'valid' AND b.state = 'done'",
-            )
-            .bind(cell)
-            .fetch_one(&mut **tx)
-            .await?;
-            sprt = sprt.filter(|_| owners >= policy.min_owners);
-        }
+        // Only validated results reach a cell, and only trusted workers validate (`replicas`):
+        // no number of untrusted owners decides a test.
+        let sprt = spec.kind.sprt().and_then(|s| sprt_reason(s, s.decide(&sum)));
         let kind = spec.kind.job_kind();
         next_status = match (done >= c.target_units, sprt) {
             // A test that decided on the batch that also reached the target is still its verdict.

@@ -4,7 +4,6 @@ use crate::cli::ServeArgs;
 use crate::state::AppState;
 use crate::{artifacts, db, error, logstore, queue, shed, verify};
 use anyhow::{Context, Result};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,17 +45,71 @@ pub async fn serve(url: Option<&str>, logs: logstore::LogStore, args: ServeArgs)
     tracing::info!(bind = %listener.local_addr()?, "serving");
     // Stdout line for scripts and tests that wait for the port.
     println!("listening on http://{}", listener.local_addr()?);
-    axum::serve(listener, crate::router::router(state).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    serve_http(listener, crate::router::router(state), shutdown()).await;
     reaper.abort();
     Ok(())
 }
 
-/// Return expired leases to the queue, but never while Postgres may have kept workers from
-/// heartbeating: only once it has answered this process continuously for a lease period (after
-/// the process starts, and after any failed query). An outage of the coordinator's own database
-/// is not the workers' failure, and work finished during it is accepted when it returns.
+/// Longest a connection may take to send a request's headers: a client that trickles them
+/// (slowloris) is cut off here, before it reaches any handler or budget.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest a graceful shutdown waits for requests in service.
+const DRAIN: Duration = Duration::from_secs(20);
+
+/// Serve `app` on `listener` until `shutdown`, as `axum::serve` does (HTTP/1 and HTTP/2, the
+/// peer's address as `ConnectInfo`), but with a header read timeout, which `axum::serve`
+/// cannot set.
+async fn serve_http(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use tower::ServiceExt as _;
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors, or a connection reset before accept: wait a
+                    // moment rather than spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let svc = app.clone().map_request(move |mut req: axum::http::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+            req.map(axum::body::Body::new)
+        });
+        let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+        let conn = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), hyper_util::service::TowerToHyperService::new(svc))
+            .into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, %peer, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(DRAIN, graceful.shutdown()).await.is_err() {
+        tracing::warn!("shutting down with requests still in service");
+    }
+}
+
+/// Return expired leases to the queue, but never while Postgres or this coordinator's own
+/// shedding may have kept workers from heartbeating: only once the database has answered this
+/// process continuously, and it has refused no request, for a lease period (after the process
+/// starts, after any failed query, after any shed request). An outage or an overload of the
+/// coordinator is not the workers' failure, and work finished during it is accepted after it.
 async fn reaper(db: sqlx::PgPool, args: ServeArgs, admission: Arc<shed::Admission>) {
     let grace = Duration::from_secs(args.lease_secs);
     let mut healthy_since = std::time::Instant::now();
@@ -72,13 +125,12 @@ async fn reaper(db: sqlx::PgPool, args: ServeArgs, admission: Arc<shed::Admissio
                 "overloaded: refused claims, heartbeats or registrations with 503 Retry-After"
             );
             shed_reported = shed;
+            healthy_since = std::time::Instant::now();
         }
         let done = if healthy_since.elapsed() < grace {
             sqlx::query("SELECT 1").execute(&db).await.map(drop).map_err(error::Error::from)
         } else {
-            queue::reap(&db, args.max_failures, args.replicate_until, args.deadline_secs.max(args.lease_secs))
-                .await
-                .map(drop)
+            queue::reap(&db, args.max_failures, args.deadline_secs.max(args.lease_secs)).await.map(drop)
         };
         if let Err(e) = done {
             tracing::warn!(error = %e.message, "reaper: the database is not answering; no lease expires until it has answered for a lease period");

@@ -1,17 +1,20 @@
 //! Load shedding. Every API request that reaches the database is counted while it is served;
 //! once more are in flight than `--max-in-flight` (a few per pooled connection), the requests a
-//! volunteer can simply repeat — claims, heartbeats, registrations — are answered at once with
-//! 503 and `Retry-After` instead of queueing for a connection behind thousands of others.
-//! Uploads and researchers' requests are never shed: they carry finished work or a person.
+//! volunteer can simply repeat — claims, heartbeats, uploads — are answered at once with 503
+//! and `Retry-After` instead of queueing for a connection behind thousands of others.
+//! Researchers' requests are never shed: they carry a person. Registrations, which anyone may
+//! make without a token, have a small budget of their own (`--max-registrations-in-flight`), so
+//! that strangers cannot take the workers' budget. The reaper expires no lease while this
+//! coordinator sheds (`server::reaper`): a worker refused here is never charged for it.
 //!
 //! Invariant: a shed request has touched nothing, so repeating it later is always safe.
 //!
 //! # Design notes
 //!
 //! load shedding: API requests are counted while served (`count`); past `--max-in-flight` (four per
-//! pooled connection) the repeatable ones — claims, heartbeats, registrations — get a 503 with
+//! pooled connection) the repeatable ones — claims, heartbeats, uploads — get a 503 with
 //! `Retry-After` before touching anything (`shed`), the wait adapting once a second to the share
-//! refused. Uploads and researchers' requests are never shed.
+//! refused; registrations within their own small budget. Researchers' requests are never shed.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};

@@ -25,7 +25,10 @@ pub struct WorkerView {
     /// Uploads refused because their logs or tally were not what the batch's deals give.
     pub rejected: i64,
     pub owner: String,
-    /// Batches whose result another owner's replica matched.
+    /// How its owner is trusted: `operator` (named by the operator) or `earned`; none while
+    /// its results wait for trusted replicas.
+    pub trust: Option<String>,
+    /// Batches whose result a replica of another group matched.
     pub validated: i64,
     /// Replicas that disagreed with this worker's result.
     pub mismatches: i64,
@@ -43,7 +46,7 @@ pub async fn list(db: &sqlx::PgPool) -> Result<Vec<WorkerView>> {
         "SELECT w.id, w.name, w.threads, w.created_at, w.last_seen,
                 extract(epoch FROM now() - w.last_seen)::float8 AS seconds_since_seen, w.games, w.positions, w.batches, w.games_per_sec, w.rejected,
                 (SELECT count(*) FROM batches b WHERE b.lease_owner = w.id AND b.state = 'leased') AS leased_batches,
-                o.name AS owner, w.validated, w.mismatches, w.quarantine_reason,
+                o.name AS owner, o.trusted AS trust, w.validated, w.mismatches, w.quarantine_reason,
                 w.capabilities, w.gpu_name, w.gpu_memory_mb
          FROM workers w JOIN owners o ON o.id = w.owner_id ORDER BY w.last_seen DESC LIMIT 1000",
     )

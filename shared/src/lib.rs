@@ -10,6 +10,7 @@ pub mod kinds;
 pub mod protocol;
 pub mod spec;
 pub mod stats;
+pub mod work;
 
 /// Version of the coordinator-worker protocol. A worker sends it when it registers and claims;
 /// the coordinator refuses other versions with a message telling the volunteer to upgrade.

@@ -46,6 +46,10 @@ pub struct Version {
     pub protocol: u32,
     /// The coordinator's build (its crate version).
     pub version: String,
+    /// Leading zero bits an owner registration's proof of work needs (`crate::work`), and a
+    /// worker registration's without an owner token. 0: none.
+    #[serde(default)]
+    pub registration_work: u32,
 }
 
 /// [`Version::service`].
@@ -113,6 +117,9 @@ pub struct RegisterRequest {
     pub owner_token: Option<String>,
     #[serde(default)]
     pub capabilities: Capabilities,
+    /// Proof of work (`crate::work`, as `worker` of `name`): needed without an owner token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<u64>,
 }
 
 /// `POST /api/v1/owners`: an owner account, under which workers register.
@@ -122,6 +129,9 @@ pub struct OwnerRequest {
     /// Needed where registration is by invitation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invitation: Option<String>,
+    /// Proof of work (`crate::work`, as `owner` of `name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

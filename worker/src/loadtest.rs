@@ -81,6 +81,11 @@ pub fn run(a: Args) -> Result<()> {
 async fn load(a: Args) -> Result<()> {
     let researcher = Client::new(&a.coordinator, Some(a.token.clone()))?;
     let anon = Client::new(&a.coordinator, None)?;
+    let work = anon
+        .get::<shared::protocol::Version>("/version")
+        .await
+        .context("asking the coordinator what it is")?
+        .registration_work;
     let toml = "name = \"load test\"\nkind = \"match\"\ngames = 10000000\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n[grid]\n\"bot2\" = [\"greedy\", \"static\"]\n";
     let exp: Submitted =
         researcher.post_text("/experiments", toml.into()).await.context("submitting the load-test experiment")?;
@@ -96,6 +101,8 @@ async fn load(a: Args) -> Result<()> {
         for &i in chunk {
             let (c, s) = (anon.clone(), samples.clone());
             set.spawn(async move {
+                // Every simulated worker is an owner of its own: the load test's coordinator
+                // asks for no proof of work (`scripts/loadtest.sh`), as a real one would.
                 let req = RegisterRequest {
                     protocol: PROTOCOL_VERSION,
                     name: format!("load-{i}"),
@@ -103,6 +110,7 @@ async fn load(a: Args) -> Result<()> {
                     kinds: vec!["match".into()],
                     owner_token: None,
                     capabilities: Capabilities::default(),
+                    work: Some(shared::work::solve("worker", &format!("load-{i}"), work)),
                 };
                 let t = Instant::now();
                 // Registration is shed too under load: wait as told and try again.

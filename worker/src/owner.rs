@@ -1,9 +1,10 @@
 //! `worker owner`: create an owner account, under which one person's volunteers register
-//! (`worker volunteer --owner-token`). Replicas and cross-checks count only across owners.
+//! (`worker volunteer --owner-token`). An owner costs a little proof of work, as much as the
+//! coordinator asks (`Version::registration_work`).
 
 use crate::client::Client;
 use anyhow::{Context, Result};
-use shared::protocol::{OwnerRequest, OwnerResponse};
+use shared::protocol::{OwnerRequest, OwnerResponse, Version};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -21,7 +22,13 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     let client = Client::new(&a.coordinator, None)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let req = OwnerRequest { name: a.name.clone(), invitation: a.invitation };
+    let version: Version =
+        rt.block_on(client.get("/version")).with_context(|| format!("asking {} what it is", client.base()))?;
+    if version.registration_work > 0 {
+        eprintln!("working for the registration ({} bits of proof of work)...", version.registration_work);
+    }
+    let work = shared::work::solve("owner", &a.name, version.registration_work);
+    let req = OwnerRequest { name: a.name.clone(), invitation: a.invitation, work: Some(work) };
     let r: OwnerResponse = rt
         .block_on(client.post("/owners", &req))
         .with_context(|| format!("creating owner `{}` at {}", a.name, client.base()))?;

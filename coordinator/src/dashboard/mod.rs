@@ -208,7 +208,8 @@ pub async fn workers(State(st): State<AppState>) -> Result<Html<String>> {
             tr {
                 th { "name" } th { "owner" } th { "threads" } th { "last seen" } th { "games" } th { "positions" } th { "batches" } th { "games/s" }
                 th title="where its CNN bots' nets run: a GPU through CUDA, the CPU, or nowhere (no ONNX Runtime)" { "GPU" }
-                th title="batches whose result another owner's replica matched" { "validated" }
+                th title="how its owner is trusted: named by the operator, earned against trusted replicas, or not yet (its results wait for a trusted replica)" { "trust" }
+                th title="batches whose result a replica of another group matched" { "validated" }
                 th title="replicas that disagreed with this worker" { "mismatches" }
                 th { "refused uploads" } th { "standing" } th { "working on" }
             }
@@ -217,6 +218,7 @@ pub async fn workers(State(st): State<AppState>) -> Result<Html<String>> {
                     td { (w.name) } td { (w.owner) } td { (w.threads) } td { (ago(w.last_seen)) } td.games { (w.games) } td.positions { (w.positions) } td { (w.batches) }
                     td { (w.games_per_sec.map_or("–".into(), |g| format!("{g:.1}"))) }
                     td.gpu { (gpu_text(w)) }
+                    td.trust { (w.trust.as_deref().unwrap_or("not yet")) }
                     td.validated { (w.validated) } td.mismatches { (w.mismatches) }
                     td.rejected { (w.rejected) }
                     td.standing { @match &w.quarantine_reason { Some(r) => { "quarantined: " (r) }, None => "good" } }

@@ -74,8 +74,7 @@ impl Served for Endgame {
     async fn settle(tx: &mut Tx<'_>, up: &Upload<'_>, eg: &EndgameSpec, report: &EndgameReport) -> Result<Settled> {
         let checks = record(tx, up, eg, &report.solved).await?;
         mark_done(tx, up.batch.id).await?;
-        let policy = crate::results::Policy::of(&up.st.cfg);
-        record_in_cell(tx, up.batch.cell_id, up.batch.units, None, policy).await?;
+        record_in_cell(tx, up.batch.cell_id, up.batch.units, None).await?;
         Ok(Settled::Told(format!("recorded {} positions{checks}", report.solved.len())))
     }
 
@@ -94,17 +93,19 @@ impl Served for Endgame {
 const MAX_SOLVES: usize = 5;
 
 /// Store a batch's solved positions. A first solve queues the cross-checked ones (all of them
-/// when the worker is not yet trusted) for another owner. Each solve is then weighed with the
-/// position's others (`endgames::settle`): the outcome two owners agree on is the position's
-/// value and every solve is marked against it; exact solves that contradict each other with
-/// nothing agreed yet queue the position for an owner that has not solved it.
+/// when the owner is not trusted) for a trusted worker of another group. Each solve is then
+/// weighed with the position's others (`endgames::settle`): the outcome two groups agree on,
+/// one of them trusted, is the position's value and every solve is marked against it;
+/// contradictions with nothing agreed yet, and solves no trusted worker has matched, queue the
+/// position for a trusted group that has not solved it.
 async fn record(tx: &mut Tx<'_>, up: &Upload<'_>, eg: &EndgameSpec, solved: &[Solved]) -> Result<String> {
-    let (b, batch, worker, owner) = (up.batch, up.batch.id, up.worker, up.owner);
-    let trusted = up.validated >= up.st.cfg.replicate_until as i64;
+    let (b, batch, worker, group) = (up.batch, up.batch.id, up.worker, up.standing.group);
+    let trusted = up.standing.trusted();
     let first_pass = b.cell_index == 0;
-    // Positions for another owner: within the check cell's planned target, and beyond it.
+    // Positions for a trusted worker of another group: within the check cell's planned
+    // target, and beyond it.
     let (mut planned, mut again) = (Vec::new(), Vec::new());
-    let mut exclude = b.exclude_owners.clone();
+    let mut exclude = b.exclude_groups.clone();
     for s in solved {
         sqlx::query(
             "INSERT INTO endgame_solutions (experiment_id, idx, batch_id, worker_id, pass, cgp, skipped, value, exact, best, sequence, nodes, ms)
@@ -134,7 +135,7 @@ async fn record(tx: &mut Tx<'_>, up: &Upload<'_>, eg: &EndgameSpec, solved: &[So
             continue;
         }
         let (settled, solvers) = endgames::weigh(tx, b.experiment_id, s.index).await?;
-        if settled.disputed() {
+        if settled.wants_trusted() {
             if solvers.len() < MAX_SOLVES {
                 tracing::warn!(experiment = %b.experiment_id, position = s.index, %worker, "endgame solves disagree; solving it again");
                 again.push(s.index as i64);
@@ -144,7 +145,7 @@ async fn record(tx: &mut Tx<'_>, up: &Upload<'_>, eg: &EndgameSpec, solved: &[So
             }
         }
     }
-    exclude.push(owner);
+    exclude.push(group);
     for (positions, extra) in [(&planned, false), (&again, true)] {
         if !positions.is_empty() {
             endgames::resolve(tx, b.experiment_id, positions, exclude.clone(), extra, b.priority).await?;
@@ -152,7 +153,7 @@ async fn record(tx: &mut Tx<'_>, up: &Upload<'_>, eg: &EndgameSpec, solved: &[So
     }
     match planned.len() + again.len() {
         0 => Ok(String::new()),
-        n => Ok(format!("; {n} queued for another owner's worker")),
+        n => Ok(format!("; {n} queued for a trusted worker of another owner")),
     }
 }
 

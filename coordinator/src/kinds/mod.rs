@@ -37,7 +37,8 @@ pub struct Batch {
     pub units: i64,
     /// An endgame batch's explicit positions (a cross-check's), else its units are its range.
     pub positions: Option<Vec<i64>>,
-    pub exclude_owners: Vec<Uuid>,
+    /// Groups of owners that may not take it (`trust`).
+    pub exclude_groups: Vec<Uuid>,
     pub priority: i32,
     pub cell_id: Uuid,
     pub cell_index: i32,
@@ -51,7 +52,7 @@ pub struct Batch {
 
 /// The query a [`Batch`] is read with; `$1` is the batch.
 pub const BATCH: &str = "SELECT b.id, b.state, b.lease_id, b.lease_owner, b.first_unit, b.units, b.positions,
-        b.exclude_owners, b.priority, c.id AS cell_id, c.idx AS cell_index, c.bots, e.id AS experiment_id,
+        b.exclude_groups, b.priority, c.id AS cell_id, c.idx AS cell_index, c.bots, e.id AS experiment_id,
         e.name AS experiment_name, e.spec, e.artifacts
  FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1";
 
@@ -77,9 +78,8 @@ impl Batch {
 pub struct Upload<'a> {
     pub batch: &'a Batch,
     pub worker: Uuid,
-    pub owner: Uuid,
-    /// Batches of this worker other owners have confirmed.
-    pub validated: i64,
+    /// Its owner, the owner's group, and how far they are trusted.
+    pub standing: crate::trust::Standing,
     pub st: &'a AppState,
 }
 

@@ -7,7 +7,7 @@ use crate::dashboard::{live, page as frame, progress};
 use crate::error::{Error, Result};
 use crate::experiments::Detail;
 use crate::ledger;
-use crate::results::{Policy, Settled, mark_done, record_in_cell};
+use crate::results::{Settled, mark_done, record_in_cell};
 use crate::state::AppState;
 use crate::verify::Texts;
 use axum::response::Html;
@@ -53,7 +53,7 @@ impl Served for Toy {
 
     async fn settle(tx: &mut Tx<'_>, up: &Upload<'_>, _: &ToySpec, result: &ToySum) -> Result<Settled> {
         mark_done(tx, up.batch.id).await?;
-        record_in_cell(tx, up.batch.cell_id, up.batch.units, None, Policy::of(&up.st.cfg)).await?;
+        record_in_cell(tx, up.batch.cell_id, up.batch.units, None).await?;
         Ok(Settled::Told(format!("recorded {} draws", result.draws)))
     }
 

@@ -125,15 +125,16 @@ fn lock_file(path: &Path) -> Result<std::fs::File> {
         .with_context(|| format!("{}: cannot open", path.display()))
 }
 
-/// A client carrying this machine's token for the coordinator, registering on first use; and
-/// whether the token is newly issued.
+/// A client carrying this machine's token for the coordinator, registering on first use (under
+/// `owner_token`, or as an owner of its own with `work` bits of proof of work); and whether the
+/// token is newly issued.
 pub(super) async fn credential(
     client: &Client,
     name: &str,
     threads: usize,
     kinds: &[JobKind],
     capabilities: &Capabilities,
-    owner_token: Option<&str>,
+    (owner_token, work): (Option<&str>, u32),
     quit: &AtomicU8,
 ) -> Result<(Client, bool)> {
     let path = credentials_path()?;
@@ -147,6 +148,7 @@ pub(super) async fn credential(
         kinds: JobKind::names(kinds),
         owner_token: owner_token.map(str::to_string),
         capabilities: capabilities.clone(),
+        work: owner_token.is_none().then(|| shared::work::solve("worker", name, work)),
     };
     let r: RegisterResponse = match retry("register", quit, || client.post("/workers/register", &req)).await {
         Ok(r) => r,

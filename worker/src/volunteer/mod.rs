@@ -149,11 +149,11 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
             }
         });
     }
-    greet(&anon, a.exit_when_idle, &quit).await?;
+    let work = greet(&anon, a.exit_when_idle, &quit).await?.registration_work;
     let kinds = if a.kinds.is_empty() { JobKind::ALL.to_vec() } else { a.kinds.clone() };
     let owner = a.owner_token.as_deref();
     let mut caps = capabilities(&a);
-    let (mut client, mut fresh) = credential(&anon, &name, threads, &kinds, &caps, owner, &quit).await?;
+    let (mut client, mut fresh) = credential(&anon, &name, threads, &kinds, &caps, (owner, work), &quit).await?;
     let cache = cache_dir()?.join("artifacts");
     let mut loaded: Option<(Vec<String>, Arc<Loaded>)> = None;
     // Units per second measured on the last batch of each kind, for the coordinator's sizing.
@@ -246,7 +246,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
             Err(ClientError::Status { status: 401, .. }) if !fresh => {
                 eprintln!("the coordinator does not know this worker's token; registering again");
                 forget_credential(client.base(), &name)?;
-                (client, fresh) = credential(&anon, &name, threads, &kinds, &caps, owner, &quit).await?;
+                (client, fresh) = credential(&anon, &name, threads, &kinds, &caps, (owner, work), &quit).await?;
                 continue;
             }
             Err(ClientError::Status { status: status @ (401 | 403), message, .. }) => {
@@ -325,7 +325,7 @@ async fn uploaded(upload: &mut Option<tokio::task::JoinHandle<()>>) {
 /// Check that `client`'s URL is a lexhive coordinator speaking this worker's protocol, waiting
 /// (and saying so) while it cannot be reached; under `--exit-when-idle`, only
 /// [`UNREACHABLE_EXIT_SECS`].
-async fn greet(client: &Client, exit_when_idle: bool, quit: &AtomicU8) -> Result<()> {
+async fn greet(client: &Client, exit_when_idle: bool, quit: &AtomicU8) -> Result<Version> {
     let url = client.base();
     let not_ours = |why: String| {
         Exit::NotACoordinator(format!(
@@ -354,7 +354,7 @@ async fn greet(client: &Client, exit_when_idle: bool, quit: &AtomicU8) -> Result
                     ))
                     .into());
                 }
-                return Ok(());
+                return Ok(v);
             }
             Err(e) if e.is_transient() => {
                 if exit_when_idle && start.elapsed() >= Duration::from_secs(UNREACHABLE_EXIT_SECS) {

@@ -1,0 +1,403 @@
+//! The attacks of issue 57, each against a coordinator with its trust defaults (trust earned
+//! only against trusted work, proof of work for owners, limits per network): free accounts
+//! neither outvote the honest, nor decide an SPRT, nor fail or stall an experiment; an owner
+//! costs work; slow strangers cannot take the workers' budget. Each ends on the local replay's
+//! exact result with no honest worker quarantined. (The endgame attack is in `endgames.rs`,
+//! leaked logs and memory in `trust.rs` and `queue.rs`.)
+
+use anyhow::{Context, Result, ensure};
+use e2e::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncWriteExt;
+
+const SEED: u64 = 21;
+
+/// Trust as a coordinator starts by default (the harness otherwise trusts every owner and
+/// asks no proof of work), with short batches for a short test.
+const DEFAULTS: [&str; 6] = ["--earn-trust-batches", "30", "--registration-work", "20", "--batch-secs", "1"];
+
+/// A client whose requests come from `addr` (any 127.x.y.z is this machine): another network,
+/// as far as the coordinator can tell.
+fn from(addr: &str) -> reqwest::Client {
+    reqwest::Client::builder().local_address(addr.parse::<std::net::IpAddr>().unwrap()).build().unwrap()
+}
+
+/// An owner registered as `worker owner` does it (its proof of work included) from `http`'s
+/// address, and one worker of it: the owner's token and the worker's.
+async fn sybil(http: &reqwest::Client, url: &str, owner: &str, worker: &str) -> Result<(String, String)> {
+    let bits = get_json(&format!("{url}/api/v1/version")).await?["registration_work"].as_u64().context("work")? as u32;
+    let (s, v) = post(http, &format!("{url}/api/v1/owners"), None, json!({ "name": owner })).await;
+    ensure!(s == 403 && v["error"].as_str().unwrap_or_default().starts_with("work:"), "no work, no owner: {s} {v}");
+    let work = shared::work::solve("owner", owner, bits);
+    let (s, v) = post(http, &format!("{url}/api/v1/owners"), None, json!({ "name": owner, "work": work })).await;
+    ensure!(s == 200, "{owner}: {s} {v}");
+    let owner_token = v["token"].as_str().context("token")?.to_string();
+    let body = json!({ "protocol": shared::PROTOCOL_VERSION, "name": worker, "threads": 1, "kinds": ["match"], "owner_token": owner_token });
+    let (s, v) = post(http, &format!("{url}/api/v1/workers/register"), None, body).await;
+    ensure!(s == 200, "{worker}: {s} {v}");
+    Ok((owner_token, v["token"].as_str().context("token")?.to_string()))
+}
+
+/// A Sybil worker: claims what it is given and uploads legal games of the deals played by
+/// `bots` instead of the batch's, until `stop` says so or it is quarantined. Returns the games
+/// it uploaded.
+async fn forge(
+    (http, url, token): (reqwest::Client, String, String),
+    dir: std::path::PathBuf,
+    bots: [&'static str; 2],
+    games: u64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<u64> {
+    let mut uploaded = 0;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let claim = json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 1, "kinds": ["match"] });
+        let (s, b) = post(&http, &format!("{url}/api/v1/claim"), Some(&token), claim).await;
+        if s == 403 {
+            break; // quarantined
+        }
+        if b["status"] != "batch" {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            continue;
+        }
+        let d = dir.clone();
+        let b2 = b.clone();
+        let (logs, tally) = tokio::task::spawn_blocking(move || played_by(&d, &b2, bots, SEED, games)).await??;
+        let (s, v) = upload_match(&http, &url, &token, &b, &logs, &tally).await;
+        match s {
+            200 => uploaded += 2 * b["job"]["pairs"].as_u64().unwrap_or(0),
+            403 => break,
+            // A trusted worker took the batch over while this one played.
+            409 => {}
+            _ => anyhow::bail!("a Sybil's legal games were refused: {s} {v}"),
+        }
+    }
+    Ok(uploaded)
+}
+
+/// Attacks 1 and 2: two Sybil owners of one person (two networks, one burst) play greedy where
+/// the batch says static. Their logs are legal and re-play on their deals, so they pass every
+/// check but a replica's. Alone, they upload more than enough to have decided the SPRT the old
+/// way: nothing counts and nothing is decided. With an honest stranger and a trusted volunteer
+/// started beside them, the cell ends on exactly the local replay of its seed, the Sybils are
+/// quarantined and the honest stranger is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sybil_owners_neither_outvote_the_honest_nor_decide_an_sprt() -> Result<()> {
+    const GAMES: u64 = 400;
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &DEFAULTS)?;
+    let researcher = researcher_token(&db.url)?;
+    let dir = Scratch::new("sybils");
+    // Static wins ~66% against greedy; greedy against greedy ~50%: forged data accepts H0 in
+    // a couple of hundred games, the truth decides nothing in 400.
+    let toml = format!(
+        "name = \"sybils\"\nkind = \"match\"\ngames = {GAMES}\nseed = {SEED}\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n[sprt]\np0 = 0.64\np1 = 0.66\nalpha = 0.05\nbeta = 0.05\n"
+    );
+    let id = submit(&coord.url, &researcher, &experiment_file(&dir.0, "sybils.toml", &toml))?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut sybils = Vec::new();
+    for (i, addr) in ["127.0.1.1", "127.0.2.1"].iter().enumerate() {
+        let http = from(addr);
+        let (_, token) = sybil(&http, &coord.url, &format!("sybil-owner-{i}"), &format!("sybil-{i}")).await?;
+        let job = (http, coord.url.clone(), token);
+        sybils.push(tokio::spawn(forge(
+            job,
+            dir.0.join(format!("forged-{i}")),
+            ["greedy", "greedy"],
+            GAMES,
+            stop.clone(),
+        )));
+    }
+    // Alone, the Sybils upload 240 games (LLR about -4 the old way, past the -2.94 bound).
+    let started = Instant::now();
+    loop {
+        let (n,): (i64,) = sqlx::query_as("SELECT coalesce(sum(games), 0)::bigint FROM batch_results")
+            .fetch_one(&db.pool().await?)
+            .await?;
+        if n >= 240 {
+            break;
+        }
+        ensure!(started.elapsed() < Duration::from_secs(120), "the Sybils uploaded only {n} games");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let exp = get_json(&format!("{}/api/v1/experiments/{id}", coord.url)).await?;
+    let cell = &exp["cells"][0];
+    assert_eq!((cell["games"].as_u64(), cell["status"].as_str()), (Some(0), Some("running")), "nothing counts: {exp}");
+    assert!(
+        cell["stop_reason"].is_null() && cell["sprt"]["llr"].as_f64().unwrap_or(0.0) == 0.0,
+        "nothing decided: {cell}"
+    );
+
+    // An honest stranger and the operator's own volunteer join; the Sybils go on.
+    let honest = volunteer(&coord.url, "stranger", &dir.0.join("stranger"), &["--exit-when-idle"])?;
+    let lab = trusted_owner(&coord.url, &db.url, "lab")?;
+    let trusted = volunteer(&coord.url, "lab-1", &dir.0.join("lab"), &["--exit-when-idle", "--owner-token", &lab])?;
+    let done = wait_for_status(&coord.url, id, &["finished", "failed", "stopped"], Duration::from_secs(300)).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for mut w in [honest, trusted] {
+        let _ = tokio::task::block_in_place(|| w.wait());
+    }
+    let done = done?;
+    assert_eq!(done["status"], "finished", "{done}");
+    for s in sybils {
+        eprintln!("a Sybil uploaded {} games", s.await??);
+    }
+    // Exactly the local replay of the seed: every game counted was played by the batch's bots.
+    let exp = check_totals(&coord.url, id).await?;
+    check_local_autoplay(&exp["cells"][0], ["static", "greedy"], GAMES, SEED)?;
+    assert!(coordinator_cmd(&db.url, &["recompute"])?.contains("0 differed"));
+    // The Sybils are quarantined (a trusted replica contradicted them), nobody honest is.
+    for name in ["sybil-0", "sybil-1"] {
+        if let Some(w) = worker_named(&coord.url, name).await? {
+            let uploaded = w["batches"].as_i64().unwrap_or(0);
+            assert!(uploaded == 0 || w["quarantine_reason"].as_str().is_some_and(|r| r.contains("differed")), "{w}");
+        }
+    }
+    for name in ["stranger", "lab-1"] {
+        let w = worker_named(&coord.url, name).await?.context("listed")?;
+        assert!(w["quarantine_reason"].is_null(), "an honest worker quarantined: {w}");
+    }
+    drop(coord);
+    db.drop_db().await
+}
+
+/// Attacks 5, 6 and 12: three owners with four workers each fail one batch after another of
+/// four experiments, then hoard every lease they can get and only heartbeat. Failures from
+/// strangers never park a batch, an untrusted owner holds one lease across its workers, and
+/// the operator's volunteer takes over what the hoarders hold once nothing else is left: every
+/// experiment finishes on its local replay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strangers_can_neither_fail_nor_stall_an_experiment() -> Result<()> {
+    const GAMES: u64 = 40;
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &DEFAULTS)?;
+    let researcher = researcher_token(&db.url)?;
+    let dir = Scratch::new("stall");
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let toml = format!(
+            "name = \"stall {i}\"\nkind = \"match\"\ngames = {GAMES}\nseed = {SEED}\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n"
+        );
+        ids.push(submit(&coord.url, &researcher, &experiment_file(&dir.0, &format!("{i}.toml"), &toml))?);
+    }
+    let api = format!("{}/api/v1", coord.url);
+    let claim = json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 1, "kinds": ["match"] });
+    // Three owners, one person: a worker each to start with.
+    let mut hoarders = Vec::new();
+    for o in 0..3 {
+        let http = from(&format!("127.0.{}.1", 10 + o));
+        let (owner, first) = sybil(&http, &coord.url, &format!("hoarder-{o}"), &format!("hoarder-{o}-0")).await?;
+        hoarders.push((http, owner, vec![first]));
+    }
+    // Twelve failures, four per owner: every batch goes back to the queue, none is parked.
+    for round in 0..4 {
+        for (http, _, tokens) in &hoarders {
+            let (_, b) = post(http, &format!("{api}/claim"), Some(&tokens[0]), claim.clone()).await;
+            assert_eq!(b["status"], "batch", "round {round}: {b}");
+            let (s, v) = post(
+                http,
+                &format!("{api}/batches/{}/fail", b["batch_id"].as_str().unwrap()),
+                Some(&tokens[0]),
+                json!({ "lease_id": b["lease_id"], "error": "no" }),
+            )
+            .await;
+            assert_eq!((s, v["state"].as_str()), (200, Some("queued")), "{v}");
+        }
+    }
+    for id in &ids {
+        let e = get_json(&format!("{api}/experiments/{id}")).await?;
+        assert_eq!(e["status"], "running", "strangers failed an experiment: {e}");
+    }
+    // Then they hoard: three more workers an owner, all claiming; one lease an owner is held.
+    let mut held = Vec::new();
+    for (o, (http, owner, tokens)) in hoarders.iter_mut().enumerate() {
+        for w in 1..4 {
+            let body = json!({ "protocol": shared::PROTOCOL_VERSION, "name": format!("hoarder-{o}-{w}"), "threads": 1, "kinds": ["match"], "owner_token": owner });
+            let (s, v) = post(http, &format!("{api}/workers/register"), None, body).await;
+            assert_eq!(s, 200, "{v}");
+            tokens.push(v["token"].as_str().unwrap().to_string());
+        }
+        let mut got = 0;
+        for t in tokens.iter() {
+            let (_, b) = post(http, &format!("{api}/claim"), Some(t), claim.clone()).await;
+            if b["status"] == "batch" {
+                got += 1;
+                held.push((http.clone(), t.clone(), b));
+            }
+        }
+        assert_eq!(got, 1, "one lease for each owner, across its four workers");
+    }
+    let beat = {
+        let (api, held) = (api.clone(), held.clone());
+        tokio::spawn(async move {
+            loop {
+                for (http, t, b) in &held {
+                    let path = format!("{api}/batches/{}/heartbeat", b["batch_id"].as_str().unwrap());
+                    post(http, &path, Some(t), json!({ "lease_id": b["lease_id"] })).await;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        })
+    };
+    // The operator's volunteer plays everything, the hoarded batches included.
+    let lab = trusted_owner(&coord.url, &db.url, "lab")?;
+    let mut trusted = volunteer(&coord.url, "lab-1", &dir.0.join("lab"), &["--exit-when-idle", "--owner-token", &lab])?;
+    for id in &ids {
+        wait_for_status(&coord.url, *id, &["finished"], Duration::from_secs(180)).await?;
+    }
+    beat.abort();
+    assert!(tokio::task::block_in_place(|| trusted.wait())?.success());
+    for id in &ids {
+        let e = check_totals(&coord.url, *id).await?;
+        check_local_autoplay(&e["cells"][0], ["static", "greedy"], GAMES, SEED)?;
+    }
+    drop(coord);
+    db.drop_db().await
+}
+
+/// Attack 7: registration costs. Owners need proof of work; a network registers at most
+/// `--registrations-per-hour` (30) however many requests race; owners of one network, or of
+/// one burst from many, are one group; names are normalised, printable, and refused when they
+/// look like a taken one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_costs_and_names_read_as_they_are() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &DEFAULTS)?;
+    let url = format!("{}/api/v1/owners", coord.url);
+    // 36 registrations at once from one network, each with its work done: exactly 30 pass.
+    let works: Vec<(String, u64)> = (0..36)
+        .map(|i| {
+            let name = format!("racer-{i}");
+            let w = shared::work::solve("owner", &name, 20);
+            (name, w)
+        })
+        .collect();
+    let http = from("127.0.20.1");
+    let mut set = tokio::task::JoinSet::new();
+    for (name, work) in works {
+        let (http, url) = (http.clone(), url.clone());
+        // Past the registrations' own budget (8 at once) a registration is shed: retried as a
+        // client does.
+        set.spawn(async move {
+            loop {
+                match post(&http, &url, None, json!({ "name": name, "work": work })).await.0 {
+                    503 => tokio::time::sleep(Duration::from_millis(200)).await,
+                    code => break code,
+                }
+            }
+        });
+    }
+    let mut codes = Vec::new();
+    while let Some(c) = set.join_next().await {
+        codes.push(c?);
+    }
+    let ok = codes.iter().filter(|&&c| c == 200).count();
+    assert_eq!((ok, codes.iter().filter(|&&c| c == 429).count()), (30, 6), "{codes:?}");
+    // The same from the next address of that network: refused too.
+    let neighbour = from("127.0.20.2");
+    let w = shared::work::solve("owner", "neighbour", 20);
+    assert_eq!(post(&neighbour, &url, None, json!({ "name": "neighbour", "work": w })).await.0, 429);
+    // Without work, or with another name's: refused before anything is written.
+    let other = from("127.0.21.1");
+    assert_eq!(post(&other, &url, None, json!({ "name": "lazy" })).await.0, 403);
+    assert_eq!(post(&other, &url, None, json!({ "name": "lazy", "work": w })).await.0, 403);
+    // Names: invisible, separators, fillers, tags, piles of marks; look-alikes of taken ones.
+    let marks = format!("a{}", "\u{301}".repeat(63));
+    for bad in ["\u{3164}", "a\u{2028}b", "a\u{2029}b", "wo\u{2060}rd", "so\u{00AD}ft", "t\u{E0041}ag", marks.as_str()]
+    {
+        let w = shared::work::solve("owner", bad, 20);
+        let (s, v) = post(&other, &url, None, json!({ "name": bad, "work": w })).await;
+        assert_eq!(s, 422, "{bad:?}: {v}");
+    }
+    let w = shared::work::solve("owner", "alice", 20);
+    assert_eq!(post(&other, &url, None, json!({ "name": "alice", "work": w })).await.0, 200);
+    let cyrillic = "\u{0430}lice";
+    let w = shared::work::solve("owner", cyrillic, 20);
+    let (s, v) = post(&other, &url, None, json!({ "name": cyrillic, "work": w })).await;
+    assert_eq!(s, 409, "{v}");
+    assert!(v["error"].as_str().unwrap_or_default().contains("looks like `alice`"), "{v}");
+    // One network is one group; so is a burst from two networks.
+    let pool = db.pool().await?;
+    let (groups,): (i64,) = sqlx::query_as("SELECT count(DISTINCT grp) FROM owners WHERE network = '127.0.20.0/24'")
+        .fetch_one(&pool)
+        .await?;
+    assert_eq!(groups, 1);
+    let (same,): (bool,) = sqlx::query_as(
+        "SELECT (SELECT grp FROM owners WHERE name = 'alice') = (SELECT grp FROM owners WHERE name = 'racer-0')",
+    )
+    .fetch_one(&pool)
+    .await?;
+    let (apart,): (f64,) = sqlx::query_as(
+        "SELECT extract(epoch FROM (SELECT created_at FROM owners WHERE name = 'alice') - (SELECT min(created_at) FROM owners))::float8",
+    )
+    .fetch_one(&pool)
+    .await?;
+    assert!(
+        same || apart >= 10.0,
+        "registered {apart:.1} s after the first, from another network: one burst, one group"
+    );
+    drop(coord);
+    db.drop_db().await
+}
+
+/// Attack 8: 80 strangers trickle registration bodies and 20 more trickle their headers. They
+/// hold only the registrations' own small budget (and are cut off by its deadline, and the
+/// headers' timeout); a volunteer's claims, heartbeats and uploads go on, and its experiment
+/// finishes on the local replay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_strangers_cannot_take_the_workers_budget() -> Result<()> {
+    const GAMES: u64 = 40;
+    let db = TestDb::create().await?;
+    // A small budget, so that 80 slow requests would fill it many times over.
+    let coord = Coordinator::start(&db.url, &["--max-in-flight", "16", "--batch-secs", "1"])?;
+    let researcher = researcher_token(&db.url)?;
+    let dir = Scratch::new("slowloris");
+    // The volunteer registers first (registrations share the strangers' budget), then the
+    // strangers come, then the work.
+    let mut v = volunteer(&coord.url, "patient", &dir.0.join("v"), &[])?;
+    while worker_named(&coord.url, "patient").await?.is_none() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let addr = format!("127.0.0.1:{}", coord.port);
+    let mut slow = Vec::new();
+    for i in 0..100 {
+        let mut s = tokio::net::TcpStream::connect(&addr).await?;
+        if i < 80 {
+            s.write_all(b"POST /api/v1/owners HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{")
+                .await?;
+        } else {
+            s.write_all(b"POST /api/v1/owners HTTP/1.1\r\nHost: x\r\n").await?;
+        }
+        slow.push(s);
+    }
+    let trickle = tokio::spawn(async move {
+        let mut closed = 0;
+        for _ in 0..30 {
+            closed = 0;
+            for s in &mut slow {
+                if s.write_all(b" ").await.is_err() {
+                    closed += 1;
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        closed
+    });
+    let toml = format!(
+        "name = \"patient\"\nkind = \"match\"\ngames = {GAMES}\nseed = {SEED}\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n"
+    );
+    let id = submit(&coord.url, &researcher, &experiment_file(&dir.0, "m.toml", &toml))?;
+    let started = Instant::now();
+    let done = wait_for_status(&coord.url, id, &["finished"], Duration::from_secs(120)).await;
+    let _ = (v.kill(), v.wait());
+    let done = done?;
+    eprintln!("finished in {:.1} s beside 100 slow strangers", started.elapsed().as_secs_f64());
+    check_local_autoplay(&done["cells"][0], ["static", "greedy"], GAMES, SEED)?;
+    let log = std::fs::read_to_string(dir.0.join("v/volunteer.log"))?;
+    assert!(!log.contains("overloaded"), "the volunteer was shed:\n{log}");
+    // The strangers were cut off: their connections are closed by now.
+    let closed = trickle.await?;
+    assert_eq!(closed, 100, "every slow connection was closed by the server");
+    drop(coord);
+    db.drop_db().await
+}
