@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Measure what trust costs on a real run (docs/TRUST.md, "Cost"): a release coordinator and
-# three single-thread volunteers of three owners play static vs greedy for RUN_SECS seconds;
-# then the games played (replicas included) are set against the games counted, and the CPU
-# seconds of every process are printed. Needs a Postgres at PGURL (a database `lexhive_cost`
+# Measure what trust costs on a real run (docs/TRUST.md, "Cost"): a release coordinator with
+# its trust defaults, one single-thread volunteer of an owner the operator trusts and two of
+# strangers (untrusted: every batch of theirs is replicated by the trusted one) play static vs
+# greedy for RUN_SECS seconds; then the games played (replicas included) are set against the
+# games counted, and the CPU seconds of every process are printed. Needs a Postgres at PGURL (a database `lexhive_cost`
 # is dropped and made there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,11 +30,15 @@ bot1 = "static"
 bot2 = "greedy"
 T
 $R/worker submit "$D/exp.toml" --coordinator http://127.0.0.1:$PORT --token "$TOK"
+LAB=$($R/worker owner --coordinator http://127.0.0.1:$PORT --name lab | tail -1)
+$R/coordinator owner trust lab
 PIDS=()
 for i in 1 2 3; do
   mkdir -p "$D/v$i/config" "$D/v$i/cache"
+  owner=()
+  [[ $i == 1 ]] && owner=(--owner-token "$LAB")
   LEXHIVE_CONFIG_DIR=$D/v$i/config LEXHIVE_CACHE_DIR=$D/v$i/cache \
-    $R/worker volunteer --coordinator http://127.0.0.1:$PORT --name "v$i" --threads 1 >"$D/v$i.log" 2>&1 &
+    $R/worker volunteer --coordinator http://127.0.0.1:$PORT --name "v$i" --threads 1 "${owner[@]}" >"$D/v$i.log" 2>&1 &
   PIDS+=($!)
 done
 sleep "$RUN_SECS"

@@ -15,12 +15,16 @@ const SEED: u64 = 21;
 
 /// Trust as a coordinator starts by default (the harness otherwise trusts every owner and
 /// asks no proof of work), with short batches for a short test.
-const DEFAULTS: [&str; 6] = ["--earn-trust-batches", "30", "--registration-work", "20", "--batch-secs", "1"];
+const DEFAULTS: [&str; 6] = ["--earn-trust-batches", "30", "--registration-work", "24", "--batch-secs", "1"];
 
 /// A client whose requests come from `addr` (any 127.x.y.z is this machine): another network,
 /// as far as the coordinator can tell.
 fn from(addr: &str) -> reqwest::Client {
-    reqwest::Client::builder().local_address(addr.parse::<std::net::IpAddr>().unwrap()).build().unwrap()
+    reqwest::Client::builder()
+        .local_address(addr.parse::<std::net::IpAddr>().unwrap())
+        .pool_idle_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap()
 }
 
 /// An owner registered as `worker owner` does it (its proof of work included) from `http`'s
@@ -157,6 +161,16 @@ async fn sybil_owners_neither_outvote_the_honest_nor_decide_an_sprt() -> Result<
         let w = worker_named(&coord.url, name).await?.context("listed")?;
         assert!(w["quarantine_reason"].is_null(), "an honest worker quarantined: {w}");
     }
+    // What it cost (docs/TRUST.md, "Threat model"): results by whose and how they ended.
+    let rows: Vec<(String, String, i64, i64)> = sqlx::query_as(
+        "SELECT w.name, r.state, count(*), sum(r.games)::bigint FROM batch_results r JOIN workers w ON w.id = r.worker_id
+         GROUP BY 1, 2 ORDER BY 1, 2",
+    )
+    .fetch_all(&db.pool().await?)
+    .await?;
+    for (who, state, n, games) in rows {
+        eprintln!("cost: {who} {state}: {n} results, {games} games");
+    }
     drop(coord);
     db.drop_db().await
 }
@@ -262,16 +276,28 @@ async fn strangers_can_neither_fail_nor_stall_an_experiment() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registration_costs_and_names_read_as_they_are() -> Result<()> {
     let db = TestDb::create().await?;
-    let coord = Coordinator::start(&db.url, &DEFAULTS)?;
+    // The defaults but a cheaper proof of work (45 owners' worth is solved here): what is tested
+    // is that work is asked for and bound to the name; what it costs is measured below.
+    let coord = Coordinator::start(&db.url, &["--earn-trust-batches", "30", "--registration-work", "16"])?;
+
     let url = format!("{}/api/v1/owners", coord.url);
     // 36 registrations at once from one network, each with its work done: exactly 30 pass.
+    let solving = Instant::now();
     let works: Vec<(String, u64)> = (0..36)
         .map(|i| {
             let name = format!("racer-{i}");
-            let w = shared::work::solve("owner", &name, 20);
+            let w = shared::work::solve("owner", &name, 16);
             (name, w)
         })
         .collect();
+    // Hashes tried: every nonce up to the one found.
+    let hashes: u64 = works.iter().map(|(_, w)| w + 1).sum();
+    let rate = hashes as f64 / solving.elapsed().as_secs_f64();
+    eprintln!(
+        "cost: {:.1} M hashes/s; 24 bits of work (2^24 hashes on average) take {:.1} s",
+        rate / 1e6,
+        (1u64 << 24) as f64 / rate
+    );
     let http = from("127.0.20.1");
     let mut set = tokio::task::JoinSet::new();
     for (name, work) in works {
@@ -295,24 +321,26 @@ async fn registration_costs_and_names_read_as_they_are() -> Result<()> {
     assert_eq!((ok, codes.iter().filter(|&&c| c == 429).count()), (30, 6), "{codes:?}");
     // The same from the next address of that network: refused too.
     let neighbour = from("127.0.20.2");
-    let w = shared::work::solve("owner", "neighbour", 20);
+    let w = shared::work::solve("owner", "neighbour", 16);
     assert_eq!(post(&neighbour, &url, None, json!({ "name": "neighbour", "work": w })).await.0, 429);
     // Without work, or with another name's: refused before anything is written.
     let other = from("127.0.21.1");
     assert_eq!(post(&other, &url, None, json!({ "name": "lazy" })).await.0, 403);
-    assert_eq!(post(&other, &url, None, json!({ "name": "lazy", "work": w })).await.0, 403);
+    if !shared::work::verify("owner", "lazy", w, 16) {
+        assert_eq!(post(&other, &url, None, json!({ "name": "lazy", "work": w })).await.0, 403);
+    }
     // Names: invisible, separators, fillers, tags, piles of marks; look-alikes of taken ones.
     let marks = format!("a{}", "\u{301}".repeat(63));
     for bad in ["\u{3164}", "a\u{2028}b", "a\u{2029}b", "wo\u{2060}rd", "so\u{00AD}ft", "t\u{E0041}ag", marks.as_str()]
     {
-        let w = shared::work::solve("owner", bad, 20);
+        let w = shared::work::solve("owner", bad, 16);
         let (s, v) = post(&other, &url, None, json!({ "name": bad, "work": w })).await;
         assert_eq!(s, 422, "{bad:?}: {v}");
     }
-    let w = shared::work::solve("owner", "alice", 20);
+    let w = shared::work::solve("owner", "alice", 16);
     assert_eq!(post(&other, &url, None, json!({ "name": "alice", "work": w })).await.0, 200);
     let cyrillic = "\u{0430}lice";
-    let w = shared::work::solve("owner", cyrillic, 20);
+    let w = shared::work::solve("owner", cyrillic, 16);
     let (s, v) = post(&other, &url, None, json!({ "name": cyrillic, "work": w })).await;
     assert_eq!(s, 409, "{v}");
     assert!(v["error"].as_str().unwrap_or_default().contains("looks like `alice`"), "{v}");

@@ -182,8 +182,9 @@ pub struct ServeArgs {
     #[arg(long, env = "LEXHIVE_REGISTRATIONS_PER_HOUR", default_value_t = 30)]
     pub registrations_per_hour: u32,
     /// Leading zero bits of proof of work (sha256) an owner registration needs, and a worker's
-    /// that registers without an owner token: 20 costs about a second of one core. 0: none.
-    #[arg(long, env = "LEXHIVE_REGISTRATION_WORK", default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=32))]
+    /// that registers without an owner token: 24 costs about a second of one core (16.8 M
+    /// hashes on average; 20 bits took 70 ms here). 0: none.
+    #[arg(long, env = "LEXHIVE_REGISTRATION_WORK", default_value_t = 24, value_parser = clap::value_parser!(u32).range(0..=32))]
     pub registration_work: u32,
     /// Most batches one worker holds at once. A volunteer plays one batch at a time on all its
     /// threads (batches are sized to its measured speed), so 2 leaves room for one whose upload

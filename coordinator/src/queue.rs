@@ -205,11 +205,10 @@ pub async fn claim(
     }
     let caps = r.capabilities.names();
     let gpu = StoredGpu::of(&r.capabilities)?;
-    // One claim of a worker at a time, so that two at once cannot both pass `max_leases`; its
-    // row is read here and written last, after the batch and cell rows (the lock order
-    // uploads keep too: `results`).
-    // An untrusted owner's claims take turns too, so that its lease cap holds across its
-    // workers.
+    // One claim of a worker at a time, so that two at once cannot both pass `max_leases` (and
+    // of an untrusted owner, whose cap holds across its workers); the worker's row is read here
+    // and written last, after the batch and cell rows (the lock order uploads keep too:
+    // `results`).
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1::text, 1))").bind(worker).execute(&mut *tx).await?;
     let standing = trust::standing(&mut tx, worker).await?;
     let trusted = standing.trusted();
@@ -233,16 +232,16 @@ pub async fn claim(
     .fetch_one(&mut *tx)
     .await?;
     let seen = Seen { worker, threads, kinds: &kinds, rates: &rates, caps: &caps, gpu };
-    if standing.distrusted {
-        return Err(Error::forbidden(
-            "this worker's owner was found wrong by a trusted worker; its workers get no more work. Ask the coordinator's operator",
-        ));
-    }
     if me.quarantined {
         return Err(Error::forbidden(format!(
             "this worker is quarantined ({}); its results were withdrawn. Ask the coordinator's operator",
             me.quarantine_reason.unwrap_or_default()
         )));
+    }
+    if standing.distrusted {
+        return Err(Error::forbidden(
+            "this worker's owner was found wrong by a trusted worker; its workers get no more work. Ask the coordinator's operator",
+        ));
     }
     let cap = if trusted { st.cfg.max_leases } else { st.cfg.trust.untrusted_leases };
     if me.leased >= cap as i64 {

@@ -46,7 +46,7 @@ pub struct Version {
     pub protocol: u32,
     /// The coordinator's build (its crate version).
     pub version: String,
-    /// Leading zero bits an owner registration's proof of work needs (`crate::work`), and a
+    /// Leading zero bits an owner registration's proof of work needs (the `work` module), and a
     /// worker registration's without an owner token. 0: none.
     #[serde(default)]
     pub registration_work: u32,
@@ -117,7 +117,7 @@ pub struct RegisterRequest {
     pub owner_token: Option<String>,
     #[serde(default)]
     pub capabilities: Capabilities,
-    /// Proof of work (`crate::work`, as `worker` of `name`): needed without an owner token.
+    /// Proof of work (the `work` module's, as `worker` of `name`): needed without an owner token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<u64>,
 }
@@ -129,7 +129,7 @@ pub struct OwnerRequest {
     /// Needed where registration is by invitation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invitation: Option<String>,
-    /// Proof of work (`crate::work`, as `owner` of `name`).
+    /// Proof of work (the `work` module's, as `owner` of `name`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<u64>,
 }

@@ -1,7 +1,7 @@
 //! Proof of work for registrations: an account costs a little CPU, so that a person cannot
 //! make thousands. The stamp is bound to what is registered (`owner` or `worker`) and its name
 //! as sent; the coordinator says how many leading zero bits it wants in
-//! [`Version::registration_work`](crate::protocol::Version::registration_work).
+//! the protocol's `Version::registration_work`.
 
 use sha2::{Digest, Sha256};
 

@@ -61,6 +61,9 @@ impl Client {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(120))
+            // The coordinator closes a connection that sends no request for 10 s: never reuse
+            // one that has been idle for nearly that long (a POST on it would fail, unsent).
+            .pool_idle_timeout(Duration::from_secs(5))
             .build()?;
         Ok(Self { http, base, token })
     }
