@@ -429,3 +429,166 @@ async fn slow_strangers_cannot_take_the_workers_budget() -> Result<()> {
     drop(coord);
     db.drop_db().await
 }
+
+/// Trust is earned against trusted work, and only so: an honest stranger whose batches a
+/// trusted worker's replicas matched becomes trusted once it has enough of them, in enough
+/// experiments; fewer experiments than asked earn nothing, however many batches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_honest_stranger_earns_trust_against_trusted_work() -> Result<()> {
+    const GAMES: u64 = 40;
+    let db = TestDb::create().await?;
+    // Three confirmed batches in two experiments, no wait: small numbers for a short test.
+    let coord = Coordinator::start(
+        &db.url,
+        &[
+            "--earn-trust-batches",
+            "3",
+            "--earn-trust-experiments",
+            "2",
+            "--earn-trust-hours",
+            "0",
+            "--registration-work",
+            "24",
+        ],
+    )?;
+    let researcher = researcher_token(&db.url)?;
+    let dir = Scratch::new("earn");
+    let mut ids = Vec::new();
+    for i in 0..2 {
+        let toml = format!(
+            "name = \"earn {i}\"\nkind = \"match\"\ngames = {GAMES}\nseed = {SEED}\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n"
+        );
+        ids.push(submit(&coord.url, &researcher, &experiment_file(&dir.0, &format!("{i}.toml"), &toml))?);
+    }
+    let http = from("127.0.30.1");
+    let (_, stranger) = sybil(&http, &coord.url, "newcomer", "newcomer-1").await?;
+    let trust = || async {
+        let w = worker_named(&coord.url, "newcomer-1").await?.context("listed")?;
+        anyhow::Ok(w["trust"].clone())
+    };
+    // Honest games of the batch's own bots, one batch at a time (one lease for a new owner),
+    // claimed in turn from the two experiments: each waits for the operator's volunteer.
+    let lab = trusted_owner(&coord.url, &db.url, "lab")?;
+    let mut uploaded: Vec<serde_json::Value> = Vec::new();
+    let claim = json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 1, "kinds": ["match"] });
+    while uploaded.len() < 5 {
+        let (_, b) = post(&http, &format!("{}/api/v1/claim", coord.url), Some(&stranger), claim.clone()).await;
+        ensure!(b["status"] == "batch", "{b}");
+        let (logs, tally) = played_by(&dir.0.join("honest"), &b, ["static", "greedy"], SEED, GAMES)?;
+        let (s, v) = upload_match(&http, &coord.url, &stranger, &b, &logs, &tally).await;
+        ensure!(s == 200, "{v}");
+        uploaded.push(b);
+    }
+    assert!(trust().await?.is_null(), "nothing is earned before a trusted replica");
+    let trusted = volunteer(&coord.url, "lab-1", &dir.0.join("lab"), &["--exit-when-idle", "--owner-token", &lab])?;
+    for id in &ids {
+        wait_for_status(&coord.url, *id, &["finished"], Duration::from_secs(120)).await?;
+    }
+    let mut trusted = trusted;
+    assert!(tokio::task::block_in_place(|| trusted.wait())?.success());
+    let experiments: std::collections::BTreeSet<&str> =
+        uploaded.iter().map(|b| b["experiment_id"].as_str().unwrap_or_default()).collect();
+    let w = worker_named(&coord.url, "newcomer-1").await?.context("listed")?;
+    eprintln!("the newcomer's batches were in {} experiment(s); validated {}", experiments.len(), w["validated"]);
+    assert!(w["validated"].as_i64() >= Some(3), "{w}");
+    if experiments.len() >= 2 {
+        assert_eq!(w["trust"], "earned", "{w}");
+    } else {
+        assert!(w["trust"].is_null(), "one experiment earns nothing: {w}");
+    }
+    for id in &ids {
+        let e = check_totals(&coord.url, *id).await?;
+        check_local_autoplay(&e["cells"][0], ["static", "greedy"], GAMES, SEED)?;
+    }
+    drop(coord);
+    db.drop_db().await
+}
+
+/// The coordinator's peak resident memory so far, in MiB.
+fn peak_mib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).context("VmHWM")?;
+    Ok(line.split_whitespace().nth(1).context("kB")?.parse::<u64>()? / 1024)
+}
+
+/// Attack 9: gzip bombs at the inflation cap (2.6 MB that would inflate to 2.7 GB; the cap
+/// stops each at 256 MiB). Ten under a lease that is not the uploader's are refused before
+/// anything is inflated; ten at once under the uploader's own lease inflate within the 1 GiB
+/// budget, each refused with a 422, none stored, every one counted against the worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gzip_bombs_inflate_only_for_their_lease_and_within_a_budget() -> Result<()> {
+    use std::io::Write;
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
+    let researcher = researcher_token(&db.url)?;
+    let dir = Scratch::new("bombs");
+    let toml = format!(
+        "name = \"bombs\"\nkind = \"match\"\ngames = 40\nseed = {SEED}\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n"
+    );
+    submit(&coord.url, &researcher, &experiment_file(&dir.0, "m.toml", &toml))?;
+    let http = reqwest::Client::new();
+    let register_url = format!("{}/api/v1/workers/register", coord.url);
+    let mut tokens = Vec::new();
+    for name in ["bomber", "stranger"] {
+        let body = json!({ "protocol": shared::PROTOCOL_VERSION, "name": name, "threads": 1, "kinds": ["match"] });
+        let (_, v) = post(&http, &register_url, None, body).await;
+        tokens.push(v["token"].as_str().context("token")?.to_string());
+    }
+    let [bomber, stranger] = [tokens[0].clone(), tokens[1].clone()];
+    let claim = json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 1, "kinds": ["match"] });
+    let (_, b) = post(&http, &format!("{}/api/v1/claim", coord.url), Some(&bomber), claim).await;
+    assert_eq!(b["status"], "batch", "{b}");
+    // A tally of the batch's shape, so that only the logs are wrong.
+    let (_, tally) = played_by(&dir.0.join("games"), &b, ["static", "greedy"], SEED, 40)?;
+    let bomb = {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..2700 {
+            e.write_all(&zeros)?;
+        }
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, e.finish()?)
+    };
+    let (csv_gz, csv_sha256) = gz64(engine::gcg::CSV_HEADER);
+    let mut result = tally.clone();
+    result["kind"] = json!("match");
+    let body = |lease: &serde_json::Value| {
+        json!({ "lease_id": lease, "elapsed_ms": 1000, "result": result,
+                "logs": { "gcg_gz": bomb, "gcg_sha256": "0".repeat(64), "csv_gz": csv_gz, "csv_sha256": csv_sha256 } })
+    };
+    let url = format!("{}/api/v1/batches/{}/result", coord.url, b["batch_id"].as_str().unwrap());
+    let pid = coord.child.id();
+    let volley = |token: String, lease: serde_json::Value| {
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..10 {
+            let (http, url, body, token) = (http.clone(), url.clone(), body(&lease), token.clone());
+            set.spawn(async move { post(&http, &url, Some(&token), body).await });
+        }
+        set.join_all()
+    };
+    let before = peak_mib(pid)?;
+    // Another worker's token, or a made-up lease: refused before inflating anything.
+    for (s, v) in volley(stranger.clone(), b["lease_id"].clone()).await {
+        assert_eq!(s, 403, "{v}");
+    }
+    for (s, v) in volley(bomber.clone(), json!(uuid::Uuid::new_v4())).await {
+        assert_eq!(s, 409, "{v}");
+    }
+    let strangers = peak_mib(pid)?;
+    // The lease's own holder: every bomb inflated up to its cap and refused, within the budget.
+    for (s, v) in volley(bomber.clone(), b["lease_id"].clone()).await {
+        assert_eq!(s, 422, "{v}");
+        assert!(v["error"].as_str().unwrap_or_default().contains("inflates past"), "{v}");
+    }
+    let holder = peak_mib(pid)?;
+    eprintln!(
+        "cost: peak memory {before} MiB; after 20 refused without a lease {strangers} MiB; after 10 bombs at once {holder} MiB"
+    );
+    // Twenty bodies of 3.6 MB are read and parsed (what a stranger can make the coordinator
+    // hold); twenty inflated bombs would be 5 GiB, ten at once past the budget 2.5 GiB.
+    assert!(strangers <= before + 1024, "nothing inflated for a stranger: {before} -> {strangers} MiB");
+    assert!(holder <= before + 2048, "ten bombs at once stay within the budget: {before} -> {holder} MiB");
+    let w = worker_named(&coord.url, "bomber").await?.context("listed")?;
+    assert_eq!(w["rejected"], 10, "{w}");
+    drop(coord);
+    db.drop_db().await
+}

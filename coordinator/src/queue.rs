@@ -253,7 +253,9 @@ pub async fn claim(
     let lease = Uuid::new_v4();
     // Batches put back in the queue (expired, released, awaiting a replica) go first: they are
     // oldest work. Never to a group that failed one or already uploaded it; replicas, re-solves
-    // and cells of bots that play differently on every machine to trusted owners only.
+    // and cells of bots that play differently on every machine to trusted owners only, and a
+    // replica drawn at random among those wanted, so that no worker can time its claims to be
+    // handed a batch it chose.
     let requeued: Option<(Uuid,)> = sqlx::query_as(
         concat!("UPDATE batches SET state = 'leased', lease_id = $1, lease_owner = $2, lease_expires = now() + make_interval(secs => $3),
                 deadline = now() + make_interval(secs => greatest($6,
@@ -262,7 +264,8 @@ pub async fn claim(
          WHERE id = (SELECT b.id FROM batches b JOIN cells c ON c.id = b.cell_id
                      WHERE b.state = 'queued' AND NOT ($5 = ANY (b.exclude_groups)) AND ($10 OR NOT b.trusted_only AND c.deterministic)
                        AND b.experiment_id IN (SELECT id FROM experiments WHERE kind = ANY ($4) AND needs <@ $9)
-                     ORDER BY b.priority DESC, b.created_at FOR NO KEY UPDATE OF b SKIP LOCKED LIMIT 1)
+                     ORDER BY b.priority DESC, b.trusted_only DESC, CASE WHEN b.trusted_only THEN random() END, b.created_at
+                     FOR NO KEY UPDATE OF b SKIP LOCKED LIMIT 1)
          RETURNING id"),
     )
     .bind(lease)
