@@ -911,6 +911,23 @@ async fn probes_that_miss_their_deadline_get_longer_ones() -> Result<()> {
     assert_ne!(fresh["batch_id"], again["batch_id"], "{fresh}");
     let secs = left(&fresh).await;
     assert!((5.0..=6.0).contains(&secs), "twice the deadline: {secs}");
+    // However many probes miss, the deadline stops growing at a day: a probe deadline of 80,000
+    // s missed once more (its deadline moved to now) becomes 86,400, not 160,000.
+    sqlx::query("UPDATE cells SET probe_deadline_secs = 80000").execute(&pool).await?;
+    sqlx::query("UPDATE batches SET deadline = now(), lease_expires = now() - interval '1 second' WHERE id = $1::uuid")
+        .bind(again["batch_id"].as_str().unwrap())
+        .execute(&pool)
+        .await?;
+    let start = Instant::now();
+    loop {
+        let (grown,): (Option<f64>,) = sqlx::query_as("SELECT probe_deadline_secs FROM cells").fetch_one(&pool).await?;
+        if grown != Some(80000.0) {
+            assert_eq!(grown, Some(86400.0), "a day at most");
+            break;
+        }
+        ensure!(start.elapsed() < Duration::from_secs(20), "the probe was never reaped");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     drop(coord);
     db.drop_db().await
 }

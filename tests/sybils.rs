@@ -592,3 +592,71 @@ async fn gzip_bombs_inflate_only_for_their_lease_and_within_a_budget() -> Result
     drop(coord);
     db.drop_db().await
 }
+
+/// Time a worker lost to the coordinator's own shedding is never charged to it: while a crowd
+/// keeps the coordinator past `--max-in-flight` (refusing with 503), no lease expires, so a
+/// worker whose heartbeats could not get through keeps its batch and heartbeats again after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_lost_to_shedding_is_never_charged() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(
+        &db.url,
+        &["--max-in-flight", "1", "--lease-secs", "2", "--reap-secs", "1", "--max-leases", "1000"],
+    )?;
+    let researcher = researcher_token(&db.url)?;
+    let dir = Scratch::new("shed");
+    let toml = format!(
+        "name = \"shed\"\nkind = \"match\"\ngames = 40\nseed = {SEED}\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n"
+    );
+    submit(&coord.url, &researcher, &experiment_file(&dir.0, "m.toml", &toml))?;
+    let api = format!("{}/api/v1", coord.url);
+    let http = reqwest::Client::new();
+    let register = |name: String| {
+        let (http, api) = (http.clone(), api.clone());
+        async move {
+            let body = json!({ "protocol": shared::PROTOCOL_VERSION, "name": name, "threads": 1, "kinds": ["match"] });
+            let (_, v) = post(&http, &format!("{api}/workers/register"), None, body).await;
+            v["token"].as_str().unwrap_or_default().to_string()
+        }
+    };
+    let quiet = register("quiet".into()).await;
+    let claim = json!({ "protocol": shared::PROTOCOL_VERSION, "threads": 1, "kinds": ["match"] });
+    let (_, b) = post(&http, &format!("{api}/claim"), Some(&quiet), claim).await;
+    assert_eq!(b["status"], "batch", "{b}");
+    // A crowd of heartbeats (of nothing) for 8 s, four lease periods: the coordinator sheds.
+    let crowd = register("crowd".into()).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let (http, api, token, stop) = (http.clone(), api.clone(), crowd.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut shed = 0u64;
+            let path = format!("{api}/batches/{}/heartbeat", uuid::Uuid::new_v4());
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                if post(&http, &path, Some(&token), json!({ "lease_id": uuid::Uuid::new_v4() })).await.0 == 503 {
+                    shed += 1;
+                }
+            }
+            shed
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut shed = 0;
+    for t in tasks {
+        shed += t.await?;
+    }
+    assert!(shed > 0, "the crowd was never shed: nothing was tested");
+    // The quiet worker's lease ran out four times over, but not while the coordinator shed.
+    let path = format!("{api}/batches/{}/heartbeat", b["batch_id"].as_str().unwrap());
+    let (s, v) = post(&http, &path, Some(&quiet), json!({ "lease_id": b["lease_id"] })).await;
+    assert_eq!((s, v["keep_going"].as_bool()), (200, Some(true)), "{v}");
+    let (failures,): (i32,) = sqlx::query_as("SELECT failures FROM batches WHERE id = $1::uuid")
+        .bind(b["batch_id"].as_str().unwrap())
+        .fetch_one(&db.pool().await?)
+        .await?;
+    eprintln!("cost: {shed} requests shed in 8 s; the quiet worker's lease kept, {failures} failures");
+    assert_eq!(failures, 0);
+    drop(coord);
+    db.drop_db().await
+}
