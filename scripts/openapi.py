@@ -74,6 +74,7 @@ schemas={
    "gpu_name":null(S("its GPU, where one answered")),"gpu_memory_mb":null(I())}),
  "Version": obj({"service":S("always `lexhive`",enum=["lexhive"]),"protocol":I("the volunteers' protocol version"),"version":S("the coordinator's build"),
    "registration_work":I("leading zero bits of proof of work an owner registration needs (0: none)")}),
+ "Whoami": obj({"role":S(enum=["worker","owner","researcher","admin"]),"worker_id":UUID},required=["role"]),
  "Submitted": obj({"id":UUID,"cells":I(),"games":I(),"counted":S(enum=["games","positions"])}),
 }
 det=dict(schemas["Summary"]); det=json.loads(json.dumps(det))
@@ -127,6 +128,7 @@ paths={
   "get":{"summary":"Contributors as CSV","responses":{"200":csv("worker,done,counted,batches,worker_id"),"404":err("no such experiment")}}},
  "/experiments/{id}/endgames.csv":{"parameters":[idp],
   "get":{"summary":"Endgame solutions as CSV, a row per position","responses":{"200":csv("position,value,state,shown_value,shown_exact,best,sequence,nodes,ms,solves,agreed_by,disagreed,cgp")}}},
+ "/whoami":{"get":{"summary":"What the caller's token is (its role; a worker token's worker)","security":sec,"responses":{"200":js(ref("Whoami")),"401":err("no or unknown token")}}},
  "/version":{"get":{"summary":"The service, the volunteers' protocol version and the coordinator's build","responses":{"200":js(ref("Version"))}}},
  "/experiments/{id}/games.gcg.gz":{"parameters":[idp],
   "get":{"summary":"Every counted game as the volunteers logged it (GCG, each after a `#lexhive-game N` line), in cell and deal order: one gzip member per batch, one gzip stream in all. `coordinator export` writes the same bytes.",

@@ -304,6 +304,27 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
         screenshot_for_docs(&format!("{}{path}", coord.url), &profile, name, height)?;
     }
 
+    // On a phone (400 px) and a desktop (1,400 px): the page itself never scrolls sideways,
+    // every table fits or scrolls inside it, and chart text is at least 11 px tall (charts keep
+    // a legible width and scroll inside the page on a phone).
+    for width in [400u32, 1400] {
+        for path in ["/".to_string(), format!("/experiments/{grid}"), format!("/experiments/{sprt}"), "/workers".into()]
+        {
+            let m = layout(&format!("{}{path}", coord.url), width, &profile).await?;
+            let viewport = m["viewport"].as_f64().unwrap_or(0.0);
+            assert!(viewport > 0.0 && viewport <= width as f64, "{path} at {width}: {m}");
+            assert!(m["page"].as_f64() <= Some(viewport + 1.0), "{path} at {width}: the page scrolls sideways: {m}");
+            for t in m["tables"].as_array().unwrap() {
+                assert!(t["fits"] == true || t["scrolls"] == "auto", "{path} at {width}: table {t}");
+                assert!(t["right"].as_f64() <= Some(viewport + 1.0), "{path} at {width}: table {t} runs off the page");
+            }
+            for c in m["charts"].as_array().unwrap() {
+                assert!(c["right"].as_f64() <= Some(viewport + 1.0), "{path} at {width}: chart {c} runs off the page");
+                assert!(c["text"].as_f64() >= Some(11.0), "{path} at {width}: chart {c} text too small to read");
+            }
+        }
+    }
+
     // A running experiment's page reloads itself.
     let live =
         submit(&coord.url, &token, &experiment_file(&dir.0, "live.toml", &GRID.replace("dashboard grid", "live")))?;

@@ -85,6 +85,25 @@ async fn researchers_list_show_reprioritise_and_stop_from_the_terminal() -> Resu
         !out.status.success() && err.contains("no researcher token for") && err.contains("experiments login"),
         "{err}"
     );
+    // A token the coordinator does not know, or one that is not a researcher's, is not saved.
+    let out = worker_at_home(&["experiments", "login", "--coordinator", url, "--token", "deadbeef"])?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(
+        !out.status.success() && err.contains("does not accept this token") && err.contains("unknown token"),
+        "{err}"
+    );
+    let (_, worker) = post(
+        &reqwest::Client::new(),
+        &format!("{url}/api/v1/workers/register"),
+        None,
+        serde_json::json!({ "protocol": shared::PROTOCOL_VERSION, "name": "w", "threads": 1, "kinds": ["match"] }),
+    )
+    .await;
+    let out =
+        worker_at_home(&["experiments", "login", "--coordinator", url, "--token", worker["token"].as_str().unwrap()])?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(!out.status.success() && err.contains("this is a worker token"), "{err}");
+    ensure!(!home.join("researcher.json").exists(), "nothing saved");
     let out = worker_at_home(&["experiments", "login", "--coordinator", &format!("{url}/"), "--token", &token])?;
     ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     use std::os::unix::fs::PermissionsExt;
@@ -95,6 +114,10 @@ async fn researchers_list_show_reprioritise_and_stop_from_the_terminal() -> Resu
     let file = experiment_file(&dir.0, "c.toml", &grid("saved token"));
     let out = worker_at_home(&["submit", file.to_str().unwrap(), "--coordinator", url])?;
     ensure!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // A thread count of 0 would do nothing for ever: refused with the flag named.
+    let out = Command::new(bin("worker")).args(["autoplay", "--games", "2", "--threads", "0"]).output()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    ensure!(out.status.code() == Some(2) && err.contains("--threads") && err.contains("at least 1 thread"), "{err}");
     // `show --follow` of an experiment that is over prints once and exits.
     let (ok, out, _) = experiments(&["show", &first_s, "--coordinator", url, "--follow", "--every", "1"])?;
     ensure!(ok && out.contains("stopped"), "{out}");

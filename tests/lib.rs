@@ -406,6 +406,57 @@ fn chromium_run(url: &str, profile: &std::path::Path, args: &[&str]) -> std::io:
         .output()
 }
 
+/// How a page lays out in Chromium `width` CSS pixels wide: the page's HTML (fetched here) in
+/// a frame of that width (headless windows are at least 500 pixels wide), measured by a
+/// script of the frame's parent. The page is not changed for the test: the script reads what
+/// the browser laid out.
+pub async fn layout(url: &str, width: u32, profile: &std::path::Path) -> Result<Value> {
+    const MEASURE: &str = r#"
+const f = document.getElementById('page');
+f.onload = () => {
+  const d = f.contentDocument, w = f.contentWindow, px = el => el.getBoundingClientRect();
+  const r = {
+    viewport: w.innerWidth,
+    page: d.documentElement.scrollWidth,
+    tables: [...d.querySelectorAll('table')].map(t => ({
+      id: t.id, fits: t.scrollWidth <= t.clientWidth + 1, scrolls: w.getComputedStyle(t).overflowX,
+      right: px(t).right })),
+    charts: [...d.querySelectorAll('svg.plot')].map(s => ({
+      id: s.id, right: px(s.parentElement).right,
+      text: Math.min(...[...s.querySelectorAll('text.tick, text.axis')].map(t => px(t).height).filter(h => h > 0)) })),
+  };
+  const out = document.createElement('pre');
+  out.id = 'measured';
+  out.textContent = JSON.stringify(r);
+  document.body.appendChild(out);
+};
+f.srcdoc = PAGE;
+"#;
+    let html = reqwest::get(url).await?.text().await?;
+    let origin = url.split('/').take(3).collect::<Vec<_>>().join("/");
+    let html = html.replacen("<head>", &format!("<head><base href=\"{origin}/\">"), 1);
+    // The page as a string of the script: `</` escaped so that it cannot end the script.
+    let page = serde_json::to_string(&html)?.replace("</", "<\\/");
+    let doc = format!(
+        "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"page\" style=\"width:{width}px;height:900px;border:0\"></iframe><script>const PAGE = {page};{MEASURE}</script></body></html>"
+    );
+    std::fs::create_dir_all(profile)?;
+    let file = profile.join(format!("layout-{width}.html"));
+    std::fs::write(&file, doc)?;
+    let out = chromium_run(
+        &format!("file://{}", file.display()),
+        profile,
+        &["--dump-dom", "--window-size=1500,1000", "--virtual-time-budget=10000", "--hide-scrollbars"],
+    )?;
+    ensure!(out.status.success(), "chromium: {}", String::from_utf8_lossy(&out.stderr));
+    let dom = String::from_utf8(out.stdout)?;
+    let json = dom.split("<pre id=\"measured\">").nth(1).and_then(|s| s.split("</pre>").next());
+    let json = json.with_context(|| format!("{url} at {width} px: nothing measured"))?;
+    Ok(serde_json::from_str(
+        &json.replace("&quot;", "\"").replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"),
+    )?)
+}
+
 /// A PNG of the page's top `height` pixels in a 1,400-pixel-wide window.
 pub fn screenshot(url: &str, profile: &std::path::Path, png: &std::path::Path, height: u32) -> Result<()> {
     let shot = format!("--screenshot={}", png.display());

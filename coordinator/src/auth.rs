@@ -115,3 +115,9 @@ impl FromRequestParts<AppState> for Caller {
         Ok(Caller { role, worker, token_hash })
     }
 }
+
+/// `GET /api/v1/whoami`: what the caller's token is, so that a client can check a token before
+/// it saves it (`worker experiments login`).
+pub async fn whoami(caller: Caller) -> axum::Json<shared::protocol::Whoami> {
+    axum::Json(shared::protocol::Whoami { role: caller.role.as_str().to_string(), worker_id: caller.worker })
+}

@@ -2,7 +2,7 @@
 //! belong to no module (the API description, the version, the health check).
 
 use crate::state::AppState;
-use crate::{artifacts, dashboard, endgames, error, experiments, export, owners, queue, results, shed, workers};
+use crate::{artifacts, auth, dashboard, endgames, error, experiments, export, owners, queue, results, shed, workers};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
@@ -51,6 +51,7 @@ pub fn router(state: AppState) -> Router {
         .route("/workers", get(workers::api_list))
         .route("/openapi.json", get(openapi))
         .route("/version", get(version))
+        .route("/whoami", get(auth::whoami))
         .route("/batches/{id}/release", post(queue::release))
         .route("/batches/{id}/fail", post(queue::fail))
         .route("/batches/{id}/logs/{which}", get(results::logs))

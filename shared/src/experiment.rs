@@ -177,6 +177,12 @@ bot2 = "static"
         rejects(&GRID.replace("games = 100", "games = 100\npriority = -2147483648"), "priority");
         rejects("name = \"w\"\nkind = \"wintable\"\ngames = 2\ngpu = true\n", "gpu");
         rejects(&format!("{GRID}\n[sprt]\np0 = 0.6\np1 = 0.5\nalpha = 0.05\nbeta = 0.05\n"), "sprt");
+        // fishtest's elo bounds are not ours: an unknown key is refused, not ignored.
+        let e = ExperimentSpec::parse(&format!(
+            "{GRID}\n[sprt]\np0 = 0.5\np1 = 0.55\nalpha = 0.05\nbeta = 0.05\nelo0 = 3\n"
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("elo0"), "{e}");
         rejects(
             &GRID.replace("name = \"grid\"", &format!("name = \"grid\"\ndescription = \"{}\"", "x".repeat(5000))),
             "description",

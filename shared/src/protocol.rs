@@ -52,6 +52,16 @@ pub struct Version {
     pub registration_work: u32,
 }
 
+/// `GET /api/v1/whoami`: what a token is.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Whoami {
+    /// `worker`, `owner`, `researcher` or `admin`.
+    pub role: String,
+    /// A worker token's worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_id: Option<Uuid>,
+}
+
 /// [`Version::service`].
 pub const SERVICE: &str = "lexhive";
 

@@ -387,6 +387,7 @@ pub fn pct(x: f64) -> String {
 /// `p0`" against H1 "it is `p1`", with error rates `alpha` (accepting H1 wrongly) and `beta`.
 /// Uses the normal (generalised) approximation of the log-likelihood ratio over pair results.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Sprt {
     pub p0: f64,
     pub p1: f64,

@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long, default_value_t = 40)]
     sim_positions: usize,
     /// Threads for the all-threads self-play run (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::threads)]
     threads: Option<usize>,
     /// Seed of the self-play games the positions come from.
     #[arg(long, default_value_t = 1)]

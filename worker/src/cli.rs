@@ -71,6 +71,15 @@ enum Command {
     Loadtest(loadtest::Args),
 }
 
+/// A `--threads` value: a whole number of at least 1 (0 threads would do nothing, for ever).
+pub fn threads(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("at least 1 thread".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("`{s}`: {e}")),
+    }
+}
+
 /// The command line's definition: every command and flag (what `--help` prints).
 pub fn command() -> clap::Command {
     Cli::command()

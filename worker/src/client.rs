@@ -45,6 +45,22 @@ impl ClientError {
     }
 }
 
+/// An error with its causes, "error sending request for url (...): client error (Connect):
+/// tcp connect error: Connection refused": reqwest's own message names only the first, which
+/// says nothing of why.
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::Client,
@@ -85,7 +101,7 @@ impl Client {
     }
 
     async fn send(&self, r: reqwest::RequestBuilder) -> Result<reqwest::Response, ClientError> {
-        let resp = r.send().await.map_err(|e| ClientError::Unreachable(e.to_string()))?;
+        let resp = r.send().await.map_err(|e| ClientError::Unreachable(causes(&e)))?;
         let status = resp.status();
         if status.is_success() {
             return Ok(resp);
@@ -105,7 +121,7 @@ impl Client {
 
     pub async fn post<B: Serialize, R: DeserializeOwned>(&self, path: &str, body: &B) -> Result<R, ClientError> {
         let resp = self.send(self.request(reqwest::Method::POST, path).json(body)).await?;
-        resp.json().await.map_err(|e| ClientError::Unreachable(format!("bad response to {path}: {e}")))
+        resp.json().await.map_err(|e| ClientError::Unreachable(format!("bad response to {path}: {}", causes(&e))))
     }
 
     pub async fn post_text<R: DeserializeOwned>(&self, path: &str, body: String) -> Result<R, ClientError> {
@@ -114,17 +130,17 @@ impl Client {
             .header(reqwest::header::CONTENT_TYPE, "application/toml")
             .body(body);
         let resp = self.send(r).await?;
-        resp.json().await.map_err(|e| ClientError::Unreachable(format!("bad response to {path}: {e}")))
+        resp.json().await.map_err(|e| ClientError::Unreachable(format!("bad response to {path}: {}", causes(&e))))
     }
 
     pub async fn get<R: DeserializeOwned>(&self, path: &str) -> Result<R, ClientError> {
         let resp = self.send(self.request(reqwest::Method::GET, path)).await?;
-        resp.json().await.map_err(|e| ClientError::Unreachable(format!("bad response to {path}: {e}")))
+        resp.json().await.map_err(|e| ClientError::Unreachable(format!("bad response to {path}: {}", causes(&e))))
     }
 
     pub async fn get_bytes(&self, path: &str) -> Result<Vec<u8>, ClientError> {
         let resp = self.send(self.request(reqwest::Method::GET, path)).await?;
-        Ok(resp.bytes().await.map_err(|e| ClientError::Unreachable(e.to_string()))?.to_vec())
+        Ok(resp.bytes().await.map_err(|e| ClientError::Unreachable(causes(&e)))?.to_vec())
     }
 }
 
@@ -165,5 +181,16 @@ mod tests {
         let c = Client::new(&answering(down).await, None).unwrap();
         let e = c.post::<_, serde_json::Value>("/claim", &serde_json::json!({})).await.unwrap_err();
         assert!(e.is_transient() && !e.is_shed() && e.retry_after().is_none(), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_coordinator_says_why() {
+        // A port nothing listens on: the message names the refused connection, not only "error
+        // sending request".
+        let free = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
+        let c = Client::new(&format!("http://{free}"), None).unwrap();
+        let e = c.get::<serde_json::Value>("/version").await.unwrap_err();
+        let text = e.to_string().to_lowercase();
+        assert!(e.is_transient() && text.contains("refused"), "{e}");
     }
 }

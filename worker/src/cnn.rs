@@ -38,7 +38,7 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "1,8,32,128,512,1024")]
     batch: Vec<usize>,
     /// ONNX Runtime intra-op threads for the model (1 is best when every core runs its own).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = crate::cli::threads, default_value_t = 1)]
     threads: usize,
     /// Seconds to time each batch size.
     #[arg(long, default_value_t = 2.0)]
@@ -98,7 +98,7 @@ pub struct AssembleArgs {
     #[arg(long, requires = "horizon")]
     wintable: Option<PathBuf>,
     /// Threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::threads)]
     threads: Option<usize>,
 }
 

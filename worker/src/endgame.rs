@@ -19,7 +19,7 @@ pub struct Args {
     #[arg(long)]
     plies: Option<u8>,
     /// Search threads (they share out the root's moves).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = crate::cli::threads, default_value_t = 1)]
     threads: usize,
     /// Give up deepening after this many seconds and answer from the last complete depth.
     #[arg(long)]
@@ -161,7 +161,7 @@ pub struct PegArgs {
     #[arg(long, default_value_t = 10)]
     candidates: usize,
     /// Search threads for each endgame.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = crate::cli::threads, default_value_t = 1)]
     threads: usize,
     /// Seconds per endgame before answering from the last complete depth.
     #[arg(long)]

@@ -109,6 +109,18 @@ pub fn run(cmd: Cmd) -> Result<()> {
                 crate::emit(&format!("stopped {}\n", a.id))
             }
             Cmd::Login(a) => {
+                // Only a token the coordinator knows as a researcher's (or an admin's) is saved.
+                let client = Client::new(&a.at.coordinator, Some(a.token.clone()))?;
+                let me: shared::protocol::Whoami = client
+                    .get("/whoami")
+                    .await
+                    .with_context(|| format!("login: {} does not accept this token", client.base()))?;
+                if !matches!(me.role.as_str(), "researcher" | "admin") {
+                    anyhow::bail!(
+                        "login: this is a {} token; submitting and stopping experiments needs a researcher's (`coordinator token create --role researcher`)",
+                        me.role
+                    );
+                }
                 let path = crate::researcher::login(&a.at.coordinator, &a.token)?;
                 eprintln!("saved the token for {} in {}", a.at.coordinator.trim_end_matches('/'), path.display());
                 Ok(())

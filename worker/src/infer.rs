@@ -51,7 +51,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Threads (default: all cores; the posterior is the same at any count).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::threads)]
     threads: Option<usize>,
     /// Leaves to list.
     #[arg(long, default_value_t = 20)]

@@ -27,7 +27,7 @@ pub enum Cmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Threads (default: all cores).
-        #[arg(long)]
+        #[arg(long, value_parser = crate::cli::threads)]
         threads: Option<usize>,
         /// Output `.klv2` file.
         #[arg(long)]

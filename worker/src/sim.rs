@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::threads)]
     threads: Option<usize>,
     /// Leave table (`.klv2`; default: the shipped table).
     #[arg(long)]

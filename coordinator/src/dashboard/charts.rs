@@ -135,11 +135,15 @@ impl Frame {
     }
 
     /// The SVG element around a chart's marks, with its axes, gridlines and titles.
+    /// The chart, in a box that scrolls sideways where the screen is narrower than the chart
+    /// can be and stay legible (`dashboards/style.css`).
     pub fn svg(&self, id: &str, label: &str, axes: &Axes, marks: Markup) -> Markup {
         html! {
-            svg.plot #(id) viewBox={ "0 0 " (W) " " (self.h) } preserveAspectRatio="xMidYMid meet" role="img" aria-label=(label) {
-                (self.axes(axes))
-                (marks)
+            div.chart {
+                svg.plot #(id) viewBox={ "0 0 " (W) " " (self.h) } preserveAspectRatio="xMidYMid meet" role="img" aria-label=(label) {
+                    (self.axes(axes))
+                    (marks)
+                }
             }
         }
     }

@@ -29,6 +29,7 @@ pub fn page(title: &str, refresh: bool, body: Markup) -> Html<String> {
         html lang="en" {
             head {
                 meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
                 @if refresh { meta http-equiv="refresh" content=(REFRESH_SECS); }
                 title { (title) " · lexhive" }
                 style { (PreEscaped(STYLE)) }

@@ -243,6 +243,7 @@ pub fn heatmap(cells: &[CellView], labels: &[Label], rows: &Axis, cols: &Axis) -
     let (sx, steps) = (W - scale_w + 20.0, 13);
     let step_h = (h - top - 16.0).min(260.0) / steps as f64;
     html! {
+        div.chart {
         svg.plot #heatmap viewBox={ "0 0 " (W) " " (f1(h)) } role="img" aria-label="win rate heatmap" {
             text.axis x=(f1(left + (W - left - scale_w - 20.0) / 2.0)) y="16" text-anchor="middle" { (cols.name) " →" }
             text.axis transform={ "translate(18 " (f1(top + (h - top) / 2.0)) ") rotate(-90)" } text-anchor="middle" { (rows.name) " ↓" }
@@ -287,6 +288,7 @@ pub fn heatmap(cells: &[CellView], labels: &[Label], rows: &Axis, cols: &Axis) -
                     @if k % 2 == 0 { text.tick x=(f1(sx + 28.0)) y=(f1(y + step_h / 2.0 + 4.0)) { (pct0(p)) } }
                 }
             }
+        }
         }
         p.meta {
             "Colour: the end of the cell's 95% interval nearest 50% (how far from even the cell surely is), so a wide "

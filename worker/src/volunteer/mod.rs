@@ -40,7 +40,7 @@ pub struct Args {
     #[arg(long)]
     name: Option<String>,
     /// Threads to play on (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::threads)]
     threads: Option<usize>,
     /// Exit (status 0) once the coordinator has had no work for this worker for a few
     /// seconds, and none is held by other workers' leases (which may run out).
