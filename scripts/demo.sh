@@ -31,11 +31,16 @@ if ! running; then
     for _ in $(seq 1 120); do grep -q "^listening on" .demo/coordinator.log && break; running || break; sleep 0.5; done
     grep -q "^listening on" .demo/coordinator.log || { echo "coordinator did not start; see .demo/coordinator.log" >&2; tail -3 .demo/coordinator.log >&2; exit 1; }
 fi
+# A researcher's login for this coordinator, saved where `worker experiments` finds it: the
+# experiments the demo submits can be stopped or reprioritised from the terminal.
 token="$(target/release/coordinator token create --role researcher | tail -1)"
-id="$(target/release/worker submit "${1:-examples/quick-match.toml}" --coordinator "$url" --token "$token" | tail -1)"
+target/release/worker experiments login --coordinator "$url" --token "$token"
+id="$(target/release/worker submit "${1:-examples/quick-match.toml}" --coordinator "$url" | tail -1)"
 echo "experiment $id submitted; one volunteer plays it:"
 LEXHIVE_CONFIG_DIR="$PWD/.demo/config" LEXHIVE_CACHE_DIR="$PWD/.demo/cache" \
     target/release/worker volunteer --coordinator "$url" --name demo-volunteer --exit-when-idle
+echo
+target/release/worker experiments show "$id" --coordinator "$url"
 echo
 echo "Dashboard: $url/experiments/$id"
 echo "All experiments: $url/   Workers: $url/workers"

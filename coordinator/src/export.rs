@@ -62,13 +62,18 @@ fn plain(v: &serde_json::Value) -> String {
 /// contract (`cell,games,wins,draws,losses,win_rate,ci_low,ci_high`).
 pub async fn cells(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<impl IntoResponse> {
     let d = detail(&st.db, id).await?;
+    // One column per grid axis after the fixed ones (`axis.NAME`), so that a spreadsheet can
+    // sort and pivot by each; `params` keeps them packed as before.
+    let mut axes: Vec<&String> = d.cells.iter().flat_map(|c| c.params.keys()).collect();
+    axes.sort();
+    axes.dedup();
     let rows = d
         .cells
         .iter()
         .map(|c| {
             let params: Vec<String> = c.params.iter().map(|(k, v)| format!("{k}={}", plain(v))).collect();
             let [bot1, bot2] = c.bots.clone().unwrap_or_default();
-            vec![
+            let mut row = vec![
                 c.index.to_string(),
                 c.games.to_string(),
                 c.wins.to_string(),
@@ -90,15 +95,16 @@ pub async fn cells(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<i
                 format!("{:?}", c.evidence).to_lowercase(),
                 c.caveat.unwrap_or_default().to_string(),
                 c.id.to_string(),
-            ]
+            ];
+            row.extend(axes.iter().map(|a| c.params.get(*a).map(plain).unwrap_or_default()));
+            row
         })
         .collect();
-    Ok(csv(
-        id,
-        "cells",
-        "cell,games,wins,draws,losses,win_rate,ci_low,ci_high,status,stop_reason,bot1,bot2,params,mean_score1,mean_score2,ms_per_move1,ms_per_move2,sprt_llr,evidence,caveat,cell_id",
-        rows,
-    ))
+    let mut header = "cell,games,wins,draws,losses,win_rate,ci_low,ci_high,status,stop_reason,bot1,bot2,params,mean_score1,mean_score2,ms_per_move1,ms_per_move2,sprt_llr,evidence,caveat,cell_id".to_string();
+    for a in &axes {
+        header += &format!(",{}", field(&format!("axis.{a}")));
+    }
+    Ok(csv(id, "cells", &header, rows))
 }
 
 /// One counted batch, with its cell's number and its worker's name.

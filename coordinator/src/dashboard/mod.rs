@@ -216,7 +216,7 @@ pub async fn workers(State(st): State<AppState>) -> Result<Html<String>> {
             }
             @for w in &list {
                 tr.worker data-quarantined=(w.quarantine_reason.is_some()) {
-                    td { (w.name) } td { (w.owner) } td { (w.threads) } td { (ago(w.last_seen)) } td.games { (w.games) } td.positions { (w.positions) } td { (w.batches) }
+                    td { (w.name) } td { (w.owner) } td { (w.threads) } td { (ago(w.last_seen)) } td.games { (thousands(w.games as f64)) } td.positions { (thousands(w.positions as f64)) } td { (thousands(w.batches as f64)) }
                     td { (w.games_per_sec.map_or("–".into(), |g| format!("{g:.1}"))) }
                     td.gpu { (gpu_text(w)) }
                     td.trust { (w.trust.as_deref().unwrap_or("not yet")) }
