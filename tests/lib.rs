@@ -694,6 +694,17 @@ pub fn trusted_owner(url: &str, db_url: &str, name: &str) -> Result<String> {
     Ok(token)
 }
 
+/// A client whose requests come from `addr` (any 127.x.y.z is this machine): another network,
+/// as far as a coordinator can tell. It never reuses a connection idle long enough for the
+/// coordinator to have closed it.
+pub fn client_from(addr: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(addr.parse::<std::net::IpAddr>().expect("an IP address"))
+        .pool_idle_timeout(Duration::from_secs(5))
+        .build()
+        .expect("a client")
+}
+
 /// [`finish_with_volunteers`], the volunteers under an owner the operator trusts (`name`).
 pub async fn finish_with_trusted(
     url: &str,

@@ -17,11 +17,9 @@ impl Api {
     fn new(url: &str) -> Self {
         Self { http: reqwest::Client::new(), url: url.into() }
     }
-    /// A client whose requests come from `addr` (any 127.x.y.z is this machine): another
-    /// network, as far as the coordinator can tell.
+    /// Requests from `addr`: another network (`client_from`).
     fn from(url: &str, addr: &str) -> Self {
-        let http = reqwest::Client::builder().local_address(addr.parse::<std::net::IpAddr>().unwrap()).build().unwrap();
-        Self { http, url: url.into() }
+        Self { http: client_from(addr), url: url.into() }
     }
     async fn post(&self, path: &str, token: Option<&str>, body: Value) -> (u16, Value) {
         let mut r = self.http.post(format!("{}/api/v1{path}", self.url)).json(&body);
