@@ -24,10 +24,11 @@ def arr(items, n=None, d=None):
 ref=lambda n: {"$ref":f"#/components/schemas/{n}"}
 pair=lambda d: arr(N(),2,d+" (first bot, second bot)")
 ipair=lambda d: arr(I(),2,d+" (first bot, second bot)")
+KINDS=["match","endgame","wintable","selfplay","leaves"]
 schemas={
  "ApiError": obj({"error":S("what was wrong, naming the field or the thing not found")}),
  "Summary": obj({
-   "id":UUID,"name":S(),"kind":S("match, endgame, wintable or selfplay",enum=["match","endgame","wintable","selfplay"]),
+   "id":UUID,"name":S(),"kind":S(", ".join(KINDS[:-1])+" or "+KINDS[-1],enum=KINDS),
    "status":S(enum=["queued","running","finished","failed","stopped"]),"priority":I(),
    "created_at":TIME,"finished_at":null(TIME),"cells":I(),
    "games":I("done so far, in `counted`"),"target_games":I("the whole experiment in `counted`; a cell that ended early counts what it did"),
@@ -42,7 +43,7 @@ schemas={
    desc="Counts from the first bot's view, whatever seat it sat in."),
  "CellView": obj({
    "id":UUID,"index":I(),"params":{"type":"object","description":"the cell's grid values by axis name"},
-   "bots":null(arr(S(),2)),"status":S(enum=["queued","running","finished","failed","stopped"]),
+   "bots":null(arr(S(),2)),"status":S("waiting: for what an earlier cell makes (a generation's table)",enum=["waiting","running","finished","failed","stopped"]),
    "stop_reason":null(S()),"games":I(),"target_games":I(),"wins":I(),"draws":I(),"losses":I(),"pairs":I(),
    "win_rate":null(N()),"ci_low":null(N("95% interval; null where the games give none")),"ci_high":null(N()),
    "mean_score":pair("mean final score"),"mean_bingos":pair("bingos per game"),
@@ -59,7 +60,7 @@ schemas={
  "History": obj({"convergence":arr(arr(ref("Step")),None,"per cell, by index"),"start":null(TIME),
    "bucket_secs":I(),"games":arr(I(),None,"results recorded in consecutive buckets from `start`")}),
  "RecordedBatch": obj({"batch_id":UUID,"cell_id":UUID,"worker_id":UUID,
-   "result":{"type":"object","required":["kind"],"properties":{"kind":S(enum=["match","endgame","wintable","selfplay"])},
+   "result":{"type":"object","required":["kind"],"properties":{"kind":S(enum=KINDS)},
              "description":"the counted result: a MatchTally's fields for matches and selfplay"},
    "first_unit":I(),"units":I(),"elapsed_ms":I(),"received_at":TIME}),
  "SolveRow": obj({"index":I(),"pass":S(enum=["solve","check"]),"worker_id":UUID,"worker":S(),"trusted":B,"cgp":S(),
@@ -75,6 +76,8 @@ schemas={
  "Version": obj({"service":S("always `lexhive`",enum=["lexhive"]),"protocol":I("the volunteers' protocol version"),"version":S("the coordinator's build"),
    "registration_work":I("leading zero bits of proof of work an owner registration needs (0: none)")}),
  "Whoami": obj({"role":S(enum=["worker","owner","researcher","admin"]),"worker_id":UUID},required=["role"]),
+ "Generation": obj({"generation":I("from 0"),"artifact":S("what it made (a leave table), by sha256: GET /artifacts/{sha256}"),
+   "games":I("the games it was made from"),"made_at":TIME},desc="One generation of a run that improves itself."),
  "Submitted": obj({"id":UUID,"cells":I(),"games":I(),"counted":S(enum=["games","positions"])}),
 }
 det=dict(schemas["Summary"]); det=json.loads(json.dumps(det))
@@ -83,7 +86,8 @@ det["properties"].update({"spec":{"type":"object","description":"the experiment 
   "description":"batches by state: queued, leased, done, parked, cancelled"},
   "parked":arr(ref("ParkedBatch")),"contributors":arr(ref("Contributor")),"output_sha256":null(S()),
   "needs":arr(S(enum=["onnx","cuda"]),None,"what a worker must run to be given its batches: onnx (a CNN bot), cuda (a GPU)"),
-  "log_bytes":I("the counted games' logs (GCG and CSV), gzip-compressed, in the log store")})
+  "log_bytes":I("the counted games' logs (GCG and CSV), gzip-compressed, in the log store"),
+  "generations":arr(ref("Generation"),None,"a run that improves itself (kind leaves): each generation's artifact, in order; the last is the run's result")})
 det["required"]=list(det["properties"])
 schemas["Detail"]=det
 err=lambda d: {"description":d,"content":{"application/json":{"schema":ref("ApiError")}}}

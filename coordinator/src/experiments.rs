@@ -31,6 +31,7 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
     let spec = ExperimentSpec::parse(&body).map_err(|e| Error::unprocessable(e.to_string()))?;
     let cells = spec.cells().map_err(|e| Error::unprocessable(e.to_string()))?;
     let mut artifacts = crate::artifacts::resolve(&st.db, &spec.artifacts).await?;
+    artifacts.retain(|a| !spec.kind.goes_without().contains(&a.role.as_str()));
     let dist = crate::artifacts::distribution(&st.db, &artifacts).await?;
     spec.check_positions(&dist).map_err(|e| Error::unprocessable(e.to_string()))?;
     artifacts.extend(crate::artifacts::resolve_models(&st.db, &matches::models(&cells)).await?);
@@ -54,7 +55,11 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
         // (an endgame's cross-checks) starts with nothing to carve and gets batches queued for
         // it as first solves arrive (see `results`).
         let next = if c.carved { 0 } else { c.target };
-        let (status, reason) = if c.target == 0 { ("finished", Some("nothing to do")) } else { ("running", None) };
+        let (status, reason) = match (c.target, c.waits) {
+            (0, _) => ("finished", Some("nothing to do")),
+            (_, true) => ("waiting", None),
+            (_, false) => ("running", None),
+        };
         // Bots that play differently on every machine cannot be replicated: trusted workers only.
         let deterministic =
             c.bots.iter().flatten().all(|b| engine::bots::BotSpec::parse(b).is_ok_and(|s| s.deterministic()));
@@ -166,7 +171,7 @@ pub async fn stop(State(st): State<AppState>, caller: Caller, Path(id): Path<Uui
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("UPDATE cells SET status = 'stopped', stop_reason = 'stopped by a researcher' WHERE experiment_id = $1 AND status = 'running'").bind(id).execute(&mut *tx).await?;
+    sqlx::query("UPDATE cells SET status = 'stopped', stop_reason = 'stopped by a researcher' WHERE experiment_id = $1 AND status IN ('running', 'waiting')").bind(id).execute(&mut *tx).await?;
     sqlx::query(
         "UPDATE batches SET state = 'cancelled', updated_at = now() WHERE experiment_id = $1 AND state = 'queued'",
     )
@@ -206,7 +211,7 @@ macro_rules! summary_sql {
 SELECT e.id, e.name, e.kind, e.status, e.priority, e.created_at, e.finished_at,
        (SELECT count(*) FROM cells c WHERE c.experiment_id = e.id) AS cells,
        (SELECT coalesce(sum(c.done_units), 0)::bigint FROM cells c WHERE c.experiment_id = e.id) AS done_units,
-       (SELECT coalesce(sum(CASE WHEN c.status IN ('queued', 'running') THEN c.target_units ELSE least(c.done_units, c.target_units) END), 0)::bigint
+       (SELECT coalesce(sum(CASE WHEN c.status IN ('queued', 'running', 'waiting') THEN c.target_units ELSE least(c.done_units, c.target_units) END), 0)::bigint
           FROM cells c WHERE c.experiment_id = e.id) AS target_units,
        CASE WHEN e.started_at IS NULL THEN 0
             WHEN e.finished_at IS NOT NULL THEN
@@ -303,7 +308,7 @@ async fn list_where(db: &sqlx::PgPool, q: &ListQuery) -> Result<Vec<Summary>> {
 }
 
 /// A cell as the dashboards show it. Win counts are the first bot's, whatever seat it sat in.
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 pub struct CellView {
     pub id: Uuid,
     pub index: i32,
@@ -364,6 +369,21 @@ pub struct Detail {
     pub needs: Vec<String>,
     /// The counted games' logs (GCG and CSV), gzip-compressed, in the log store.
     pub log_bytes: i64,
+    /// What each generation of a run that improves itself made (a leave table), in order; the
+    /// last is the run's result. Empty for other experiments and before the first.
+    pub generations: Vec<Generation>,
+}
+
+/// One generation of a run that improves itself: what it made and the games behind it.
+#[derive(Clone, Serialize, sqlx::FromRow)]
+pub struct Generation {
+    #[sqlx(try_from = "i32")]
+    pub generation: u32,
+    /// The artifact it made, by sha256 (`GET /api/v1/artifacts/{sha256}`).
+    pub artifact: String,
+    #[sqlx(try_from = "i64")]
+    pub games: u64,
+    pub made_at: DateTime<Utc>,
 }
 
 #[derive(Serialize, sqlx::FromRow)]
@@ -546,7 +566,13 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     .bind(id)
     .fetch_one(db)
     .await?;
-    Ok(Detail { summary, spec, cells, batches, parked, contributors, output_sha256, needs, log_bytes })
+    let generations = sqlx::query_as(
+        "SELECT generation, artifact, games, made_at FROM generations WHERE experiment_id = $1 ORDER BY generation",
+    )
+    .bind(id)
+    .fetch_all(db)
+    .await?;
+    Ok(Detail { summary, spec, cells, batches, parked, contributors, output_sha256, needs, log_bytes, generations })
 }
 
 /// Why an SPRT stopped a cell, in words for the dashboard.

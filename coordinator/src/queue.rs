@@ -726,12 +726,18 @@ pub async fn park_cell(tx: &mut Transaction<'_, Postgres>, cell: Uuid) -> Result
         .execute(&mut **tx)
         .await?;
     if let Some((experiment,)) = experiment {
+        // Cells that wait for what an earlier one makes (a generation's table) may wait for
+        // this one: none of them will run.
+        sqlx::query("UPDATE cells SET status = 'failed', stop_reason = 'an earlier cell of the run failed' WHERE experiment_id = $1 AND status = 'waiting'")
+            .bind(experiment)
+            .execute(&mut **tx)
+            .await?;
         settle_experiment(tx, experiment).await?;
     }
     Ok(())
 }
 
-/// Mark an experiment finished or failed once none of its cells runs.
+/// Mark an experiment finished or failed once none of its cells runs or waits to.
 pub async fn settle_experiment(tx: &mut Transaction<'_, Postgres>, experiment: Uuid) -> Result<()> {
     // Two transactions ending an experiment's last two cells would each see the other's cell
     // still running (neither committed) and neither settle it: they take turns here, and the
@@ -745,7 +751,7 @@ pub async fn settle_experiment(tx: &mut Transaction<'_, Postgres>, experiment: U
         "UPDATE experiments e SET finished_at = now(),
                 status = CASE WHEN EXISTS (SELECT 1 FROM cells WHERE experiment_id = e.id AND status = 'failed') THEN 'failed' ELSE 'finished' END
          WHERE e.id = $1 AND e.status IN ('queued', 'running')
-           AND NOT EXISTS (SELECT 1 FROM cells WHERE experiment_id = e.id AND status = 'running')",
+           AND NOT EXISTS (SELECT 1 FROM cells WHERE experiment_id = e.id AND status IN ('running', 'waiting'))",
     )
     .bind(experiment)
     .execute(&mut **tx)

@@ -561,7 +561,7 @@ pub async fn record_in_cell(tx: &mut Tx<'_>, cell: Uuid, units: i64, t: Option<&
         }
     }
     if matches!(next_status, Some(("finished", _))) {
-        return kinds::cell_finished(tx, spec.kind.job_kind(), experiment).await;
+        return kinds::cell_finished(tx, &spec.kind, experiment, cell).await;
     }
     Ok(None)
 }

@@ -4,8 +4,8 @@
 //! byte (`engine::gcg::replay_deal`), and its per-turn CSV rows are what the game gives; and
 //! the tally is exactly what the logs say. Only the bots' thinking times cannot be checked;
 //! they are bounded. Which bot chose the moves is not checked here (a replica by another
-//! worker does that). A wintable batch's counts are made from its games, so all of its games
-//! are re-played and the counts made again.
+//! worker does that). A wintable batch's counts and a leave-table generation's leave counts
+//! are made from its games, so all of its games are re-played and the counts made again.
 //!
 //! This runs before the upload's transaction, on the blocking pool, with the rules (lexicon,
 //! distribution, layout) loaded once per coordinator and experiment artifacts.
@@ -21,11 +21,14 @@ use crate::error::{Error, Result};
 use engine::board::Layout;
 use engine::game::Game;
 use engine::gcg::CSV_HEADER;
+use engine::leavegen::Samples;
+use engine::leaves::Klv;
 use engine::lexicon::Kwg;
 use engine::movegen::Ctx;
 use engine::record::{GameRecord, Outcome};
 use engine::tiles::Distribution;
 use engine::winpct::WinSamples;
+use shared::kinds::leaves::LeaveCounts;
 use shared::kinds::wintable::{WINTABLE_BOT, WinCounts};
 use shared::protocol::{ArtifactRef, split_gcg_bundle};
 use shared::stats::MatchTally;
@@ -147,35 +150,71 @@ pub fn check_match(
     Ok(())
 }
 
-/// The wintable batch an upload claims to be: static-vs-static games `2 * first_pair ..
-/// 2 * (first_pair + pairs)`, game `i` on deal `i` (each deal played once).
-pub struct WintableBatch {
+/// A batch of static-vs-static self-play an upload claims to be (a wintable's, or a leave-table
+/// generation's): games `2 * first_pair .. 2 * (first_pair + pairs)`, game `i` on deal `i`
+/// (each deal played once), both seats named `static`.
+pub struct StaticSelfPlay {
     pub seed: u64,
     pub first_pair: u64,
     pub pairs: u64,
 }
 
-/// Check a wintable upload: its counts are made from its games' positions, so every game is
-/// re-played (whatever the sampled fraction) and the counts must be exactly what they give.
+impl StaticSelfPlay {
+    /// Re-play every game of the batch from its log (whatever the sampled fraction: what is
+    /// counted from the games must be made again), check the CSV rows against them, and hand
+    /// each game to `count`. Returns the number of games.
+    fn replay_all(
+        &self,
+        rules: &Rules,
+        logs: &Texts,
+        mut count: impl FnMut(&Game),
+    ) -> std::result::Result<u64, String> {
+        let games = games_of(logs, self.first_pair, self.pairs)?;
+        let mut rows = Vec::with_capacity(games.len());
+        for (id, text) in games {
+            let names = [WINTABLE_BOT; 2];
+            let deal = engine::autoplay::deal_seed(self.seed, id);
+            let game = replay(rules, text, deal, names, &format!("game {id}"))?;
+            count(&game);
+            rows.push(Rows { id, turns: game.history.len(), want: Some(csv_of(rules, id, [0, 1], game, names)) });
+        }
+        check_csv(&logs.csv, &rows)?;
+        Ok(rows.len() as u64)
+    }
+}
+
+/// Check a wintable upload: its counts must be exactly what its games' positions give.
 pub fn check_wintable(
     rules: &Rules,
-    b: &WintableBatch,
+    b: &StaticSelfPlay,
     logs: &Texts,
     counts: &WinCounts,
 ) -> std::result::Result<(), String> {
-    let games = games_of(logs, b.first_pair, b.pairs)?;
     let mut samples = WinSamples::new(&rules.dist);
-    let mut rows = Vec::with_capacity(games.len());
-    for (id, text) in games {
-        let names = [WINTABLE_BOT; 2];
-        let deal = engine::autoplay::deal_seed(b.seed, id);
-        let game = replay(rules, text, deal, names, &format!("game {id}"))?;
-        samples.add_game(&game);
-        rows.push(Rows { id, turns: game.history.len(), want: Some(csv_of(rules, id, [0, 1], game, names)) });
-    }
-    check_csv(&logs.csv, &rows)?;
-    if counts.games != rows.len() as u64 || counts.counts != samples.to_counts() {
+    let games = b.replay_all(rules, logs, |game| samples.add_game(game))?;
+    if counts.games != games || counts.counts != samples.to_counts() {
         return Err("result.counts: not the counts of the logged games' positions".into());
+    }
+    Ok(())
+}
+
+/// Check a leave-table generation's upload: its leave counts must be exactly what its games'
+/// kept leaves give, valued with `table` (the one the games were played with) as the fit's
+/// one-step target takes them.
+pub fn check_leaves(
+    rules: &Rules,
+    b: &StaticSelfPlay,
+    table: Option<&Klv>,
+    logs: &Texts,
+    counts: &LeaveCounts,
+) -> std::result::Result<(), String> {
+    let mut samples = Samples::new(&rules.dist);
+    let games = b.replay_all(rules, logs, |game| {
+        let rec = GameRecord { id: 0, deal_seed: 0, seat_bot: [0, 1], game: game.clone(), micros: [0; 2] };
+        samples.add_game(&rec, table, &rules.dist)
+    })?;
+    if counts.games != games || counts.leaves != samples.to_counts() {
+        return Err("result.leaves: not the counts of the logged games' kept leaves".into());
     }
     Ok(())
 }
@@ -275,8 +314,8 @@ mod tests {
     }
 
     /// Wintable batch `b`'s logs and counts as an honest volunteer makes them.
-    fn honest(rules: &Rules, b: &WintableBatch) -> (Texts, WinCounts) {
-        let mut bots = [BotSpec::Static.build(None, None).unwrap(), BotSpec::Static.build(None, None).unwrap()];
+    fn honest(rules: &Rules, b: &StaticSelfPlay) -> (Texts, WinCounts) {
+        let mut bots = [BotSpec::STATIC.build(None, None).unwrap(), BotSpec::STATIC.build(None, None).unwrap()];
         let mut mg = engine::movegen::Generator::new();
         let mut samples = WinSamples::new(&rules.dist);
         let mut logs = Texts { gcg: String::new(), csv: format!("{CSV_HEADER}\n") };
@@ -292,9 +331,39 @@ mod tests {
     }
 
     #[test]
+    fn a_leave_table_generations_upload_is_held_to_its_games_and_its_table() {
+        let rules = rules();
+        let b = StaticSelfPlay { seed: 11, first_pair: 0, pairs: 2 };
+        let (logs, _) = honest(&rules, &b);
+        let counts_with = |table: Option<&Klv>| {
+            let mut samples = Samples::new(&rules.dist);
+            for (id, text) in split_gcg_bundle(&logs.gcg).unwrap() {
+                let deal = engine::autoplay::deal_seed(b.seed, id);
+                let game = engine::gcg::replay_deal(text, rules.ctx(), deal, [WINTABLE_BOT; 2], "game").unwrap();
+                let rec = GameRecord { id: 0, deal_seed: 0, seat_bot: [0, 1], game, micros: [0; 2] };
+                samples.add_game(&rec, table, &rules.dist);
+            }
+            LeaveCounts { games: 4, leaves: samples.to_counts() }
+        };
+        let honest = counts_with(None);
+        check_leaves(&rules, &b, None, &logs, &honest).unwrap();
+
+        let mut more = honest.clone();
+        more.leaves[0].2 += 1000;
+        assert!(check_leaves(&rules, &b, None, &logs, &more).unwrap_err().starts_with("result.leaves"));
+        // Counted with another table than the batch's: the carried values differ.
+        let table = Klv::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica/enable.klv2")).unwrap();
+        let e = check_leaves(&rules, &b, Some(&table), &logs, &honest).unwrap_err();
+        assert!(e.starts_with("result.leaves"), "{e}");
+        check_leaves(&rules, &b, Some(&table), &logs, &counts_with(Some(&table))).unwrap();
+        let other = StaticSelfPlay { seed: 12, ..b };
+        assert!(check_leaves(&rules, &other, None, &logs, &honest).unwrap_err().starts_with("logs.gcg_gz: game 0:"));
+    }
+
+    #[test]
     fn a_wintable_upload_is_held_to_its_games() {
         let rules = rules();
-        let b = WintableBatch { seed: 7, first_pair: 1, pairs: 1 };
+        let b = StaticSelfPlay { seed: 7, first_pair: 1, pairs: 1 };
         let (logs, counts) = honest(&rules, &b);
         check_wintable(&rules, &b, &logs, &counts).unwrap();
 
@@ -302,7 +371,7 @@ mod tests {
         more.counts[0].3 += 1;
         assert!(check_wintable(&rules, &b, &logs, &more).unwrap_err().starts_with("result.counts"));
 
-        let other = WintableBatch { seed: 8, ..b };
+        let other = StaticSelfPlay { seed: 8, ..b };
         let e = check_wintable(&rules, &other, &logs, &counts).unwrap_err();
         assert!(e.starts_with("logs.gcg_gz: game 2:"), "{e}");
 

@@ -61,8 +61,9 @@ pub type ModelLoader<'a> = dyn Fn(&str) -> Result<Box<dyn Valuer>, String> + 'a;
 pub enum BotSpec {
     /// Highest score.
     Greedy,
-    /// Highest static equity: score + leave, with opening and endgame adjustments.
-    Static,
+    /// Highest static equity: score + `leave_scale` times the leave's value, with opening and
+    /// endgame adjustments (`leave_scale` 1 is the table's own weight; 0 plays for score alone).
+    Static { leave_scale: f64 },
     /// Samples moves with probability proportional to `exp(equity / t)` while the bag holds
     /// more than `bag` tiles; plays like `Static` after.
     Softmax { t: f64, bag: usize },
@@ -125,10 +126,13 @@ pub const SIM_PARAMS: &str = sim_params!();
 
 /// Every bot and its parameters, as `worker autoplay --help` and errors list them.
 pub const BOTS: &str = concat!(
-    "greedy, static, softmax:t=T,bag=N, ",
+    "greedy, static:leave_scale=X, softmax:t=T,bag=N, ",
     sim_params!(),
     ", cnn:model=PATH|SHA256,k=N|all; static and sim also take endgame=MS"
 );
+
+/// Most weight `static:leave_scale` may put on the leave.
+pub const MAX_LEAVE_SCALE: f64 = 10.0;
 
 /// Candidates the CNN bot values when its spec does not say.
 pub const CNN_DEFAULT_K: usize = 20;
@@ -174,6 +178,9 @@ impl fmt::Display for Spelled {
 }
 
 impl BotSpec {
+    /// The static bot with the table's own leave weight.
+    pub const STATIC: BotSpec = BotSpec::Static { leave_scale: 1.0 };
+
     pub fn parse(s: &str) -> Result<Self, crate::DataError> {
         Self::parse_spec(s).map_err(|m| crate::DataError::new("bot", m))
     }
@@ -197,10 +204,25 @@ impl BotSpec {
         let kv: Vec<(&str, &str)> = spelled.params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let unknown = |k: &str| Err(format!("bot `{s}`: unknown parameter `{k}`"));
         match name {
-            "greedy" | "static" => match kv.first() {
+            "greedy" => match kv.first() {
                 Some((k, _)) => unknown(k),
-                None => Ok(if name == "greedy" { BotSpec::Greedy } else { BotSpec::Static }),
+                None => Ok(BotSpec::Greedy),
             },
+            "static" => {
+                let mut leave_scale = 1.0;
+                for (k, v) in kv {
+                    match k {
+                        "leave_scale" => {
+                            leave_scale =
+                                v.parse::<f64>().ok().filter(|x| (0.0..=MAX_LEAVE_SCALE).contains(x)).ok_or_else(
+                                    || format!("bot `{s}`: leave_scale must be a number from 0 to {MAX_LEAVE_SCALE}"),
+                                )?
+                        }
+                        k => return unknown(k),
+                    }
+                }
+                Ok(BotSpec::Static { leave_scale })
+            }
             "cnn" => {
                 let (mut model, mut k) = (None, Some(CNN_DEFAULT_K));
                 for (key, v) in kv {
@@ -337,7 +359,7 @@ impl BotSpec {
     /// swap places on another machine.
     pub fn deterministic(&self) -> bool {
         match self {
-            BotSpec::Greedy | BotSpec::Static | BotSpec::Softmax { .. } => true,
+            BotSpec::Greedy | BotSpec::Static { .. } | BotSpec::Softmax { .. } => true,
             BotSpec::Sim { ms, model, .. } => ms.is_none() && model.is_none(),
             BotSpec::Endgame { .. } | BotSpec::Cnn { .. } => false,
         }
@@ -349,7 +371,9 @@ impl BotSpec {
         match self {
             BotSpec::Cnn { model, .. } | BotSpec::Sim { model: Some(model), .. } => Some(model),
             BotSpec::Endgame { inner, .. } => inner.model(),
-            BotSpec::Greedy | BotSpec::Static | BotSpec::Softmax { .. } | BotSpec::Sim { model: None, .. } => None,
+            BotSpec::Greedy | BotSpec::Static { .. } | BotSpec::Softmax { .. } | BotSpec::Sim { model: None, .. } => {
+                None
+            }
         }
     }
 
@@ -363,7 +387,7 @@ impl BotSpec {
         match self {
             BotSpec::Sim { .. } => true,
             BotSpec::Endgame { inner, .. } => inner.uses_wintable(),
-            BotSpec::Greedy | BotSpec::Static | BotSpec::Softmax { .. } | BotSpec::Cnn { .. } => false,
+            BotSpec::Greedy | BotSpec::Static { .. } | BotSpec::Softmax { .. } | BotSpec::Cnn { .. } => false,
         }
     }
 
@@ -390,7 +414,7 @@ impl BotSpec {
                 Box::new(CnnBot { eval: StaticEval::new(leaves), net, k, encoder: None, frames: Vec::new() })
             }
             BotSpec::Greedy => Box::new(Greedy),
-            BotSpec::Static => Box::new(StaticEval::new(leaves)),
+            BotSpec::Static { leave_scale } => Box::new(StaticEval::scaled(leaves, leave_scale)),
             BotSpec::Softmax { t, bag } => Box::new(Softmax { eval: StaticEval::new(leaves), t, bag }),
             BotSpec::Sim { k, plies, iterations, stop, ms, ref infer, oracle, ref model } => {
                 let table = table
@@ -436,7 +460,8 @@ impl fmt::Display for BotSpec {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             BotSpec::Greedy => write!(f, "greedy"),
-            BotSpec::Static => write!(f, "static"),
+            BotSpec::Static { leave_scale } if *leave_scale == 1.0 => write!(f, "static"),
+            BotSpec::Static { leave_scale } => write!(f, "static:leave_scale={leave_scale}"),
             BotSpec::Softmax { t, bag } => write!(f, "softmax:t={t},bag={bag}"),
             BotSpec::Sim { k, plies, iterations, stop, ms, infer, oracle, model } => {
                 write!(f, "sim:k={k},plies={plies},iterations={iterations}")?;
@@ -727,9 +752,10 @@ mod tests {
     use super::*;
 
     /// One spec of every bot, parameters set away from their defaults.
-    const EVERY_BOT: [&str; 9] = [
+    const EVERY_BOT: [&str; 10] = [
         "greedy",
         "static",
+        "static:leave_scale=0.25",
         "softmax:t=0.25,bag=20",
         "sim:k=3,plies=1,iterations=50,stop=98,ms=40",
         "sim:k=4,plies=2,iterations=64,infer=static,tau=0.5,infer_iters=20,infer_k=3,infer_plies=0,max_leaves=99,seq=1",
@@ -759,5 +785,15 @@ mod tests {
         s.set("t", "0.5");
         assert_eq!(s.to_string(), "softmax:t=0.5,bag=20");
         assert!(Spelled::read("softmax:t").unwrap_err().contains("`t` is not `key=value`"));
+    }
+
+    #[test]
+    fn the_static_bots_leave_weight_is_a_number_in_range_and_one_is_the_plain_static_bot() {
+        assert_eq!(BotSpec::parse("static:leave_scale=1").unwrap(), BotSpec::STATIC);
+        assert_eq!(BotSpec::parse("static:leave_scale=1.0").unwrap().to_string(), "static");
+        assert_eq!(BotSpec::parse("static:leave_scale=0").unwrap().to_string(), "static:leave_scale=0");
+        for bad in ["static:leave_scale=-0.1", "static:leave_scale=11", "static:leave_scale=NaN", "static:scale=1"] {
+            assert!(BotSpec::parse(bad).is_err(), "{bad}");
+        }
     }
 }

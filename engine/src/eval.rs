@@ -34,11 +34,19 @@ pub fn request<'a>(game: &'a Game, leaves: &'a RackLeaves, penalty: i32) -> Requ
 #[derive(Clone)]
 pub struct StaticEval {
     leaves: Option<Arc<Klv>>,
+    /// Weight on the table's leave values (1: as the table says).
+    leave_scale: f64,
 }
 
 impl StaticEval {
     pub fn new(leaves: Option<Arc<Klv>>) -> Self {
-        Self { leaves }
+        Self::scaled(leaves, 1.0)
+    }
+
+    /// An evaluator that weighs the table's leave values by `leave_scale` (>= 0).
+    pub fn scaled(leaves: Option<Arc<Klv>>, leave_scale: f64) -> Self {
+        debug_assert!(leave_scale >= 0.0);
+        Self { leaves, leave_scale }
     }
 
     pub fn leaves(&self) -> Option<&Arc<Klv>> {
@@ -63,7 +71,8 @@ impl StaticEval {
             )
         } else {
             match self.leaves.as_deref() {
-                Some(klv) => RackLeaves::from_klv(rack, klv),
+                Some(klv) if self.leave_scale == 1.0 => RackLeaves::from_klv(rack, klv),
+                Some(klv) => RackLeaves::from_klv(rack, klv).scaled(self.leave_scale),
                 None => RackLeaves::new(rack, |_| 0),
             }
         }

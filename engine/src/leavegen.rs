@@ -97,20 +97,68 @@ impl Samples {
 
     /// One observation: keeping `leave` was followed by `y` millipoints.
     pub fn add(&mut self, leave: &[u8], y: i64, dist: &Distribution) {
+        self.add_counted(leave, 1, y, dist);
+    }
+
+    /// `count` observations of keeping `leave`, followed by `sum` millipoints in all: what
+    /// `count` calls of [`Samples::add`] add (the fit sees only these sums).
+    fn add_counted(&mut self, leave: &[u8], count: u32, sum: i64, dist: &Distribution) {
         let n = self.feats.len();
         let mut active = std::mem::take(&mut self.active);
         self.feats.active(leave, dist, &mut active);
         for &i in &active {
-            self.xty[i] += y;
+            self.xty[i] += sum;
             for &j in &active {
-                self.xtx[i * n + j] += 1;
+                self.xtx[i * n + j] += count as u64;
             }
         }
         self.active = active;
         let e = self.per_leave.entry(leave.to_vec()).or_insert((0, 0));
-        e.0 += 1;
-        e.1 += y;
-        self.count += 1;
+        e.0 += count;
+        e.1 += sum;
+        self.count += count as u64;
+    }
+
+    /// Each kept leave with its count and summed millipoints, sorted by leave: all the fit
+    /// needs, so that samples made on many machines add up to those made on one.
+    pub fn to_counts(&self) -> Vec<(Vec<u8>, u32, i64)> {
+        let mut out: Vec<_> = self.per_leave.iter().map(|(l, &(c, s))| (l.clone(), c, s)).collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// Add counts made by [`Samples::to_counts`], refusing (and adding nothing of) any that no
+    /// game could make: a leave longer than [`MAX_LEAVE`], unsorted, or holding more
+    /// of a tile than the distribution has; a count of 0; a sum beyond 10,000 points a
+    /// observation.
+    pub fn add_counts(&mut self, counts: &[(Vec<u8>, u32, i64)], dist: &Distribution) -> Result<(), String> {
+        Self::check_counts(counts, dist)?;
+        for (leave, count, sum) in counts {
+            self.add_counted(leave, *count, *sum, dist);
+        }
+        Ok(())
+    }
+
+    /// Whether counts could come from games of `dist` (see [`Samples::add_counts`]).
+    pub fn check_counts(counts: &[(Vec<u8>, u32, i64)], dist: &Distribution) -> Result<(), String> {
+        for (i, (leave, count, sum)) in counts.iter().enumerate() {
+            let bad = |why: &str| Err(format!("leave {i} ({leave:?}): {why}"));
+            if leave.len() > MAX_LEAVE {
+                return bad(&format!("a kept leave has at most {MAX_LEAVE} tiles"));
+            }
+            if leave.windows(2).any(|w| w[0] > w[1]) {
+                return bad("its tiles are not sorted");
+            }
+            if leave.iter().any(|&t| t as usize >= dist.size())
+                || leave.chunk_by(|a, b| a == b).any(|run| run.len() > dist.count(run[0]) as usize)
+            {
+                return bad("not tiles of this distribution");
+            }
+            if *count == 0 || sum.unsigned_abs() > *count as u64 * 10_000_000 {
+                return bad("a count of 0, or a sum past 10,000 points an observation");
+            }
+        }
+        Ok(())
     }
 
     /// Record every kept leave of a finished game; `prev` is the table the game was played with.

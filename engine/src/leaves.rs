@@ -209,6 +209,14 @@ impl RackLeaves {
         Self { slots, first_slot, by_used: [i32::MIN; 128], best_by_count: [i32::MIN; 8] }
     }
 
+    /// Every value times `k` (>= 0, so the best of each count stays the best), rounded.
+    pub fn scaled(mut self, k: f64) -> Self {
+        let scale = |v: i32| if v == i32::MIN { v } else { (v as f64 * k).round() as i32 };
+        self.by_used = self.by_used.map(scale);
+        self.best_by_count = self.best_by_count.map(scale);
+        self
+    }
+
     fn set(&mut self, used: u32, value: i32) {
         self.by_used[used as usize] = value;
         let k = used.count_ones() as usize;

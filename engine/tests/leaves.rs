@@ -116,3 +116,62 @@ fn rack_leaves_from_the_table_walk_equal_one_lookup_per_subset() {
         assert_eq!(fast.best_by_count, slow.best_by_count);
     }
 }
+
+#[test]
+fn scaled_rack_leaves_are_each_subset_scaled_and_keep_the_best_of_each_count() {
+    let lex = enable();
+    let klv = Klv::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica/enable.klv2")).unwrap();
+    for (_, rack) in positions(lex, 100, 5) {
+        for k in [0.0, 0.37, 2.5] {
+            let scaled = RackLeaves::from_klv(&rack, &klv).scaled(k);
+            let slow = RackLeaves::new(&rack, |kept| {
+                if kept.is_empty() || kept.len() >= 7 {
+                    0
+                } else {
+                    (Klv::millis(klv.value(kept)) as f64 * k).round() as i32
+                }
+            });
+            assert_eq!(scaled.by_used, slow.by_used, "rack {rack:?} x{k}");
+            assert_eq!(scaled.best_by_count, slow.best_by_count, "rack {rack:?} x{k}");
+        }
+    }
+}
+
+#[test]
+fn leave_counts_made_apart_fit_the_table_made_in_one_place_and_impossible_counts_are_refused() {
+    use engine::bots::BotSpec;
+    use engine::leavegen::Samples;
+    let lex = enable();
+    let mut bots = [BotSpec::STATIC.build(None, None).unwrap(), BotSpec::STATIC.build(None, None).unwrap()];
+    let mut mg = engine::movegen::Generator::new();
+    let (mut whole, mut halves) = (Samples::new(dist()), [Samples::new(dist()), Samples::new(dist())]);
+    for i in 0..12u64 {
+        let rec = engine::autoplay::play_leg(ctx(lex), &mut bots, 5, i, (i % 2) as usize, &mut mg);
+        whole.add_game(&rec, None, dist());
+        halves[(i % 2) as usize].add_game(&rec, None, dist());
+    }
+    let mut merged = Samples::new(dist());
+    for h in &halves {
+        merged.add_counts(&h.to_counts(), dist()).unwrap();
+    }
+    assert_eq!(merged.to_counts(), whole.to_counts());
+    assert_eq!(merged.count, whole.count);
+    assert_eq!(merged.fit(dist()).unwrap().to_bytes(), whole.fit(dist()).unwrap().to_bytes());
+
+    let counts = whole.to_counts();
+    let e = dist().size() as u8;
+    let q = dist().letter('Q').unwrap();
+    for (bad, why) in [
+        (vec![(vec![1, 2, 3, 4, 5, 6, 7], 1, 0)], "at most 6 tiles"),
+        (vec![(vec![3, 1], 1, 0)], "not sorted"),
+        (vec![(vec![e], 1, 0)], "not tiles"),
+        (vec![(vec![q, q], 1, 0)], "not tiles"),
+        (vec![(vec![1], 0, 0)], "a count of 0"),
+        (vec![(vec![1], 1, i64::MIN)], "past 10,000 points"),
+    ] {
+        let mut s = Samples::new(dist());
+        let msg = s.add_counts(&[counts.clone(), bad].concat(), dist()).unwrap_err();
+        assert!(msg.contains(why), "{msg}");
+        assert_eq!(s.count, 0, "nothing is added from refused counts");
+    }
+}

@@ -53,6 +53,7 @@ pub struct File {
     #[serde(default)]
     pub grid: BTreeMap<String, Vec<toml::Value>>,
     pub sprt: Option<Sprt>,
+    pub generations: Option<GenerationsSection>,
     #[serde(default)]
     pub artifacts: Artifacts,
     /// Hand the batches only to workers whose CNN inference runs on a GPU.
@@ -104,6 +105,24 @@ pub struct GenerateSection {
     pub extra: usize,
 }
 
+/// `[generations]`: a leave-table run's generations (`kinds::leaves`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerationsSection {
+    pub count: u32,
+    /// Self-play games each generation's table is fitted from.
+    pub games: u64,
+    /// Games of each generation's table (its static bot) against greedy, on paired deals.
+    #[serde(default)]
+    pub rate_games: u64,
+    #[serde(default = "start_none")]
+    pub start: String,
+}
+
+fn start_none() -> String {
+    "none".into()
+}
+
 /// Artifacts an experiment pins by sha256; unset ones are the coordinator's defaults.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -151,12 +170,15 @@ pub struct CellSpec {
     /// Whether the queue carves batches from `0..target` as workers claim; if not, the cell's
     /// batches are queued as other results arrive (an endgame's cross-checks).
     pub carved: bool,
+    /// Whether the cell waits for what an earlier cell makes (a generation's table) before it
+    /// runs: its kind starts it (`cells.status` `waiting`, then `running`).
+    pub waits: bool,
 }
 
 impl CellSpec {
     /// The one cell of an experiment without a grid, of `target` units.
     pub fn single(target: u64) -> CellSpec {
-        CellSpec { index: 0, params: serde_json::Map::new(), bots: None, target, carved: true }
+        CellSpec { index: 0, params: serde_json::Map::new(), bots: None, target, carved: true, waits: false }
     }
 }
 

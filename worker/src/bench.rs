@@ -50,7 +50,7 @@ pub fn run(a: Args) -> Result<()> {
     // Positions (with the static bot's leave values) from static-vs-static games.
     let bar = stage("positions from self-play");
     let eval = StaticEval::new(Some(klv.clone()));
-    let mut bots = [BotSpec::Static.build(Some(klv.clone()), None)?, BotSpec::Static.build(Some(klv.clone()), None)?];
+    let mut bots = [BotSpec::STATIC.build(Some(klv.clone()), None)?, BotSpec::STATIC.build(Some(klv.clone()), None)?];
     let mut positions: Vec<(Game, RackLeaves)> = Vec::with_capacity(a.positions);
     let mut pair = 0;
     while positions.len() < a.positions {
@@ -222,7 +222,7 @@ pub fn run(a: Args) -> Result<()> {
         let m = Match {
             net: None,
             data: &data,
-            specs: [BotSpec::Static, BotSpec::Static],
+            specs: [BotSpec::STATIC, BotSpec::STATIC],
             leaves: Some(klv.clone()),
             table: None,
             seed: a.seed,

@@ -226,7 +226,22 @@ fn table(e: &Value) -> String {
             status
         );
     }
+    out += &generations(e);
     out
+}
+
+/// A run that improves itself: what each generation made, from how many games (the last is
+/// the run's result).
+fn generations(e: &Value) -> String {
+    let made = e["generations"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if made.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n{:>10}  {:>9}  {}\n", "generation", "games", "artifact (sha256)");
+    for g in made {
+        out += &format!("{:>10}  {:>9}  {}\n", g["generation"], g["games"], text(&g["artifact"]));
+    }
+    out + "download one with GET /api/v1/artifacts/SHA256\n"
 }
 
 /// "done/target unit" from a summary or detail.

@@ -56,7 +56,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
             let m = Match {
                 net: None,
                 data: &data,
-                specs: [BotSpec::Static, BotSpec::Static],
+                specs: [BotSpec::STATIC, BotSpec::STATIC],
                 leaves,
                 table: None,
                 seed,

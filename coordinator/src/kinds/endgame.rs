@@ -78,7 +78,7 @@ impl Served for Endgame {
         Ok(Settled::Told(format!("recorded {} positions{checks}", report.solved.len())))
     }
 
-    async fn cell_finished(_: &mut Tx<'_>, _: Uuid) -> Result<Option<String>> {
+    async fn cell_finished(_: &mut Tx<'_>, _: &Self::Spec, _: Uuid, _: Uuid) -> Result<Option<String>> {
         Ok(None)
     }
 

@@ -50,7 +50,7 @@ impl Served for Match {
         settle_replicated(tx, up).await
     }
 
-    async fn cell_finished(_: &mut Tx<'_>, _: Uuid) -> Result<Option<String>> {
+    async fn cell_finished(_: &mut Tx<'_>, _: &Self::Spec, _: Uuid, _: Uuid) -> Result<Option<String>> {
         Ok(None)
     }
 

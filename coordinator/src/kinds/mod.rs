@@ -4,6 +4,7 @@
 //! dispatch on a kind; a kind of `shared::kinds` missing there is a compile error in them.
 
 mod endgame;
+mod leaves;
 mod matches;
 mod selfplay;
 #[cfg(feature = "toy-kind")]
@@ -47,13 +48,20 @@ pub struct Batch {
     pub experiment_id: Uuid,
     pub experiment_name: String,
     pub spec: Db<ExperimentSpec>,
+    /// What its games play with: the experiment's artifacts and its cell's own (see [`BATCH`]).
     pub artifacts: Db<Vec<ArtifactRef>>,
 }
 
-/// The query a [`Batch`] is read with; `$1` is the batch.
+/// The query a [`Batch`] is read with; `$1` is the batch. Its artifacts are the experiment's,
+/// with those of the cell's own (`cells.inputs`: a generation's table) in place of the
+/// experiment's of the same role.
 pub const BATCH: &str = "SELECT b.id, b.state, b.lease_id, b.lease_owner, b.first_unit, b.units, b.positions,
         b.exclude_groups, b.priority, c.id AS cell_id, c.idx AS cell_index, c.bots, e.id AS experiment_id,
-        e.name AS experiment_name, e.spec, e.artifacts
+        e.name AS experiment_name, e.spec,
+        (SELECT coalesce(jsonb_agg(a), '[]'::jsonb) FROM
+           (SELECT a FROM jsonb_array_elements(e.artifacts) a
+             WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(c.inputs) i WHERE i->>'role' = a->>'role')
+            UNION ALL SELECT i FROM jsonb_array_elements(c.inputs) i) m(a)) AS artifacts
  FROM batches b JOIN cells c ON c.id = b.cell_id JOIN experiments e ON e.id = b.experiment_id WHERE b.id = $1";
 
 impl Batch {
@@ -116,9 +124,9 @@ pub trait Served: Kind {
     /// cross-checks).
     async fn settle(tx: &mut Tx<'_>, up: &Upload<'_>, spec: &Self::Spec, result: &Self::Result) -> Result<Settled>;
 
-    /// What a cell's finishing makes (a win table's fitted table): said to the worker whose
-    /// result finished it.
-    async fn cell_finished(tx: &mut Tx<'_>, experiment: Uuid) -> Result<Option<String>>;
+    /// What a cell's finishing makes (a win table's fitted table, a generation's leave table,
+    /// and the cells that waited for it started): said to the worker whose result finished it.
+    async fn cell_finished(tx: &mut Tx<'_>, spec: &Self::Spec, experiment: Uuid, cell: Uuid) -> Result<Option<String>>;
 
     /// The experiment's page.
     async fn page(st: &AppState, d: &Detail, spec: &Self::Spec) -> Result<Html<String>>;
@@ -200,9 +208,9 @@ macro_rules! served {
         }
 
         /// What a finished cell of this kind makes ([`Served::cell_finished`]).
-        pub async fn cell_finished(tx: &mut Tx<'_>, kind: JobKind, experiment: Uuid) -> Result<Option<String>> {
+        pub async fn cell_finished(tx: &mut Tx<'_>, kind: &ExperimentKind, experiment: Uuid, cell: Uuid) -> Result<Option<String>> {
             match kind {
-                $( $(#[cfg($cfg)])? JobKind::$variant => <$kind as Served>::cell_finished(tx, experiment).await, )+
+                $( $(#[cfg($cfg)])? ExperimentKind::$variant(k) => <$kind as Served>::cell_finished(tx, k, experiment, cell).await, )+
             }
         }
 
@@ -220,6 +228,7 @@ served! {
     Endgame(shared::kinds::endgame::Endgame),
     Wintable(shared::kinds::wintable::Wintable),
     Selfplay(shared::kinds::selfplay::Selfplay),
+    Leaves(shared::kinds::leaves::Leaves),
     #[cfg(feature = "toy-kind")]
     Toy(shared::kinds::toy::Toy),
 }

@@ -44,7 +44,7 @@ impl Served for Selfplay {
         settle_replicated(tx, up).await
     }
 
-    async fn cell_finished(_: &mut Tx<'_>, _: Uuid) -> Result<Option<String>> {
+    async fn cell_finished(_: &mut Tx<'_>, _: &Self::Spec, _: Uuid, _: Uuid) -> Result<Option<String>> {
         Ok(None)
     }
 

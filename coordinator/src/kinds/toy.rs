@@ -57,7 +57,7 @@ impl Served for Toy {
         Ok(Settled::Told(format!("recorded {} draws", result.draws)))
     }
 
-    async fn cell_finished(_: &mut Tx<'_>, _: Uuid) -> Result<Option<String>> {
+    async fn cell_finished(_: &mut Tx<'_>, _: &Self::Spec, _: Uuid, _: Uuid) -> Result<Option<String>> {
         Ok(None)
     }
 

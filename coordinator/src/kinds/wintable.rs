@@ -10,7 +10,7 @@ use crate::experiments::{self, Detail};
 use crate::ledger;
 use crate::results::{Settled, settle_replicated};
 use crate::state::AppState;
-use crate::verify::{Texts, WintableBatch, check_wintable};
+use crate::verify::{StaticSelfPlay, Texts, check_wintable};
 use axum::response::Html;
 use engine::winpct::WinSamples;
 use maud::html;
@@ -38,7 +38,7 @@ impl Served for Wintable {
         logs: Texts,
     ) -> Result<std::result::Result<(), String>> {
         let rules = st.rules.get(&st.db, &b.artifacts).await?;
-        let w = WintableBatch { seed: b.spec.seed, first_pair: b.first_unit as u64, pairs: b.units as u64 };
+        let w = StaticSelfPlay { seed: b.spec.seed, first_pair: b.first_unit as u64, pairs: b.units as u64 };
         tokio::task::spawn_blocking(move || check_wintable(&rules, &w, &logs, &counts))
             .await
             .map_err(|e| Error::internal(e.to_string()))
@@ -67,7 +67,7 @@ impl Served for Wintable {
         settle_replicated(tx, up).await
     }
 
-    async fn cell_finished(tx: &mut Tx<'_>, experiment: Uuid) -> Result<Option<String>> {
+    async fn cell_finished(tx: &mut Tx<'_>, _: &WintableSpec, experiment: Uuid, _: Uuid) -> Result<Option<String>> {
         let sha = fit(tx, experiment).await?;
         Ok(Some(format!("the experiment's table is artifact {sha}")))
     }

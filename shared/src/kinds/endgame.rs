@@ -30,6 +30,7 @@ impl Kind for Endgame {
                 ("match", f.match_.is_some()),
                 ("grid", !f.grid.is_empty()),
                 ("sprt", f.sprt.is_some()),
+                ("generations", f.generations.is_some()),
                 ("games", f.games.is_some()),
             ],
             "an endgame experiment takes no `games`, [match], [grid] or [sprt]; its size is its positions",
@@ -84,7 +85,7 @@ impl Kind for Endgame {
         let pass = |index: u32, name: &str, target: u64, carved: bool| {
             let mut params = serde_json::Map::new();
             params.insert("pass".into(), serde_json::Value::from(name));
-            CellSpec { index, params, bots: None, target, carved }
+            CellSpec { index, params, bots: None, target, carved, waits: false }
         };
         Ok(vec![pass(0, "solve", spec.count(), true), pass(1, "check", spec.checks(seed), false)])
     }

@@ -93,6 +93,9 @@ pub fn parse(f: File, paired: bool) -> Result<MatchSpec, SpecError> {
     if f.endgame.is_some() {
         return err("endgame", "only an endgame experiment takes an [endgame] section");
     }
+    if f.generations.is_some() {
+        return err("generations", "only a leaves experiment takes a [generations] section");
+    }
     if !paired && f.sprt.is_some() {
         return err("sprt", "a selfplay experiment plays every game it asks for: it takes no [sprt]");
     }
@@ -220,6 +223,7 @@ impl MatchSpec {
                 bots: Some(bots),
                 target: self.games_per_cell / 2,
                 carved: true,
+                waits: false,
             });
         }
         Ok(out)

@@ -9,6 +9,7 @@
 //! names whatever else must know of it.
 
 pub mod endgame;
+pub mod leaves;
 pub mod matches;
 pub mod selfplay;
 #[cfg(feature = "toy-kind")]
@@ -66,6 +67,11 @@ pub trait Kind {
     fn result_games(result: &Self::Result) -> u64;
     /// The games' tally, for kinds whose cells play bots.
     fn tally(result: &Self::Result) -> Option<&MatchTally>;
+    /// Artifact roles the experiment's batches go without, whatever the coordinator's defaults
+    /// (a leave-table run from nothing has no leave table).
+    fn goes_without(_: &Self::Spec) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// Lists the kinds once and derives from the list every enum that names them.
@@ -129,6 +135,13 @@ macro_rules! registry {
             pub fn matchup(&self) -> Option<&matches::MatchSpec> {
                 match self {
                     $( $(#[cfg($cfg)])? ExperimentKind::$variant(s) => <$kind as Kind>::matchup(s), )+
+                }
+            }
+
+            /// Artifact roles the batches go without ([`Kind::goes_without`]).
+            pub fn goes_without(&self) -> &'static [&'static str] {
+                match self {
+                    $( $(#[cfg($cfg)])? ExperimentKind::$variant(s) => <$kind as Kind>::goes_without(s), )+
                 }
             }
 
@@ -202,6 +215,8 @@ registry! {
     Wintable(wintable::Wintable),
     /// Games generated for their logs (a CNN's training data): each deal played once.
     Selfplay(selfplay::Selfplay),
+    /// A leave table made by generations of self-play, each fitted on the coordinator.
+    Leaves(leaves::Leaves),
     /// A test-only kind that proves the registry: see `toy`.
     #[cfg(feature = "toy-kind")]
     Toy(toy::Toy),

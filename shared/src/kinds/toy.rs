@@ -24,7 +24,12 @@ impl Kind for Toy {
 
     fn parse(f: File) -> Result<ToySpec, SpecError> {
         File::refuse(
-            &[("match", f.match_.is_some()), ("endgame", f.endgame.is_some()), ("sprt", f.sprt.is_some())],
+            &[
+                ("match", f.match_.is_some()),
+                ("endgame", f.endgame.is_some()),
+                ("sprt", f.sprt.is_some()),
+                ("generations", f.generations.is_some()),
+            ],
             "a toy experiment takes only `games` (its draws)",
         )?;
         match f.games {

@@ -27,6 +27,7 @@ impl Kind for Wintable {
                 ("match", f.match_.is_some()),
                 ("grid", !f.grid.is_empty()),
                 ("sprt", f.sprt.is_some()),
+                ("generations", f.generations.is_some()),
                 ("endgame", f.endgame.is_some()),
             ],
             "a wintable experiment takes only `games` (static-vs-static games) and a seed",

@@ -3,6 +3,7 @@
 //! `shared::kinds` missing there is a compile error in it.
 
 mod endgame;
+mod leaves;
 mod matches;
 mod selfplay;
 #[cfg(feature = "toy-kind")]
@@ -80,6 +81,17 @@ pub trait Runner: Kind {
     fn summary(job: &Self::Job, result: &Self::Result, secs: f64) -> String;
 }
 
+impl<R> Played<R> {
+    /// The same ending, with the result `f` makes of a finished one's.
+    pub fn map<S>(self, f: impl FnOnce(R) -> S) -> Played<S> {
+        match self {
+            Played::Done(r, logged) => Played::Done(f(r), logged),
+            Played::Cancelled => Played::Cancelled,
+            Played::Unrunnable(why) => Played::Unrunnable(why),
+        }
+    }
+}
+
 /// How a batch's play ended, whatever its kind.
 pub enum Ran {
     Done { result: JobResult, logged: Logged, summary: String },
@@ -112,6 +124,7 @@ runners! {
     Endgame(shared::kinds::endgame::Endgame),
     Wintable(shared::kinds::wintable::Wintable),
     Selfplay(shared::kinds::selfplay::Selfplay),
+    Leaves(shared::kinds::leaves::Leaves),
     #[cfg(feature = "toy-kind")]
     Toy(shared::kinds::toy::Toy),
 }

@@ -20,24 +20,41 @@ impl Runner for Wintable {
     }
 }
 
-/// Play a wintable job's static-vs-static games (each deal once, as `worker wintable generate`
-/// does) and count their positions. Counts are integers: their sum does not depend on the
-/// order games finish in. The games are logged as game `i` of deal `i`, for the coordinator
-/// to re-play and count again.
+/// Play a wintable job's static-vs-static games and count their positions. Counts are
+/// integers: their sum does not depend on the order games finish in.
 fn count_positions(kit: Kit<'_>, job: &WintableJob, cancel: &AtomicBool) -> Result<Played<WinCounts>> {
+    let samples = Mutex::new(engine::winpct::WinSamples::new(&kit.loaded.data.dist));
+    let played = static_selfplay(kit, job.seed, job.first_pair, job.pairs, cancel, &|rec| {
+        samples.lock().expect("samples").add_game(&rec.game)
+    })?;
+    Ok(played.map(|()| WinCounts { games: 2 * job.pairs, counts: samples.into_inner().expect("samples").to_counts() }))
+}
+
+/// Play static-vs-static games `2 * first_pair .. 2 * (first_pair + pairs)` of the run seeded
+/// `seed`, each deal once (as `worker wintable generate` and `worker leaves generate` play
+/// them), with the batch's leave table, handing each finished game to `each`. The games are
+/// logged as game `i` of deal `i`, both seats `static`, for the coordinator to re-play and
+/// count again.
+pub fn static_selfplay(
+    kit: Kit<'_>,
+    seed: u64,
+    first_pair: u64,
+    pairs: u64,
+    cancel: &AtomicBool,
+    each: &(dyn Fn(&GameRecord) + Sync),
+) -> Result<Played<()>> {
     let loaded = kit.loaded;
     let m = Match {
         net: None,
         data: &loaded.data,
-        specs: [BotSpec::Static, BotSpec::Static],
+        specs: [BotSpec::STATIC, BotSpec::STATIC],
         leaves: loaded.leaves.clone(),
         table: None,
-        seed: job.seed,
-        first_game: 2 * job.first_pair,
-        games: 2 * job.pairs,
+        seed,
+        first_game: 2 * first_pair,
+        games: 2 * pairs,
         paired: false,
     };
-    let samples = Mutex::new(engine::winpct::WinSamples::new(&loaded.data.dist));
     let games = Mutex::new(Vec::with_capacity(m.games as usize));
     let names = [WINTABLE_BOT; 2];
     let r = kit.pool.install(|| {
@@ -45,7 +62,7 @@ fn count_positions(kit: Kit<'_>, job: &WintableJob, cancel: &AtomicBool) -> Resu
             if cancel.load(Ordering::Relaxed) {
                 return Err(Cancelled.into());
             }
-            samples.lock().expect("samples").add_game(&rec.game);
+            each(rec);
             // Both seats are `static`: the logs name bot 0 first whoever started.
             let rec = GameRecord { seat_bot: [0, 1], ..rec.clone() };
             let gcg = write_gcg(&rec.game, names, &loaded.data.dist);
@@ -60,7 +77,5 @@ fn count_positions(kit: Kit<'_>, job: &WintableJob, cancel: &AtomicBool) -> Resu
         }
         return Err(e);
     }
-    let counts = samples.into_inner().expect("samples").to_counts();
-    let logs = Logged::Games(games.into_inner().expect("games"));
-    Ok(Played::Done(WinCounts { games: 2 * job.pairs, counts }, logs))
+    Ok(Played::Done((), Logged::Games(games.into_inner().expect("games"))))
 }
