@@ -10,7 +10,10 @@ CREATE TABLE generations (
     generation    integer NOT NULL,
     -- The cell whose results made it.
     cell_id       uuid NOT NULL REFERENCES cells (id) ON DELETE CASCADE,
-    artifact      text NOT NULL REFERENCES artifacts (sha256),
+    -- What it made: an artifact (a leave table), or for a tuning run's iteration its step
+    -- (the parameters before and after, the scores that moved them).
+    artifact      text REFERENCES artifacts (sha256),
+    step          jsonb,
     games         bigint NOT NULL,
     made_at       timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (experiment_id, generation)

@@ -24,7 +24,7 @@ def arr(items, n=None, d=None):
 ref=lambda n: {"$ref":f"#/components/schemas/{n}"}
 pair=lambda d: arr(N(),2,d+" (first bot, second bot)")
 ipair=lambda d: arr(I(),2,d+" (first bot, second bot)")
-KINDS=["match","endgame","wintable","selfplay","leaves"]
+KINDS=["match","endgame","wintable","selfplay","leaves","tune"]
 schemas={
  "ApiError": obj({"error":S("what was wrong, naming the field or the thing not found")}),
  "Summary": obj({
@@ -78,6 +78,12 @@ schemas={
  "Whoami": obj({"role":S(enum=["worker","owner","researcher","admin"]),"worker_id":UUID},required=["role"]),
  "Generation": obj({"generation":I("from 0"),"artifact":S("what it made (a leave table), by sha256: GET /artifacts/{sha256}"),
    "games":I("the games it was made from"),"made_at":TIME},desc="One generation of a run that improves itself."),
+ "Step": obj({"iteration":I(),"theta":arr(N(),None,"the parameters before the step, in the spec's order"),
+   "c":arr(N(),None,"each parameter's perturbation c_k"),"delta":arr(N(),None,"each parameter's sign, +1 or -1"),
+   "score_plus":N("score of theta + c delta against the reference (wins and half the draws)"),"score_minus":N(),
+   "next":arr(N(),None,"the parameters after the step")},desc="One SPSA step of a tuning run."),
+ "Tuning": obj({"params":{"type":"object","additionalProperties":{"type":"number"},"description":"each parameter's value now (the last step's result)"},
+   "history":arr(ref("Step"))}),
  "Submitted": obj({"id":UUID,"cells":I(),"games":I(),"counted":S(enum=["games","positions"])}),
 }
 det=dict(schemas["Summary"]); det=json.loads(json.dumps(det))
@@ -89,6 +95,7 @@ det["properties"].update({"spec":{"type":"object","description":"the experiment 
   "log_bytes":I("the counted games' logs (GCG and CSV), gzip-compressed, in the log store"),
   "generations":arr(ref("Generation"),None,"a run that improves itself (kind leaves): each generation's artifact, in order; the last is the run's result")})
 det["required"]=list(det["properties"])
+det["properties"]["tuning"]=ref("Tuning")
 schemas["Detail"]=det
 err=lambda d: {"description":d,"content":{"application/json":{"schema":ref("ApiError")}}}
 js=lambda s,d="OK": {"description":d,"content":{"application/json":{"schema":s}}}

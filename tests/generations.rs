@@ -84,6 +84,9 @@ async fn a_leave_table_run_fits_each_generation_as_the_local_command_does_and_su
     assert_eq!(done["output_sha256"], made[GENERATIONS - 1]["artifact"]);
 
     // Every table rated against greedy on the same deals; the page shows the generations.
+    for c in &done["cells"].as_array().context("cells")?[..GENERATIONS] {
+        assert_eq!((c["status"].as_str(), c["games"].as_u64()), (Some("finished"), Some(GAMES)), "{c}");
+    }
     for c in &done["cells"].as_array().context("cells")?[GENERATIONS..] {
         assert_eq!((c["bots"][0].as_str(), c["bots"][1].as_str()), (Some("static"), Some("greedy")), "{c}");
         assert_eq!((c["status"].as_str(), c["games"].as_u64()), (Some("finished"), Some(RATE_GAMES)), "{c}");
@@ -98,7 +101,8 @@ async fn a_leave_table_run_fits_each_generation_as_the_local_command_does_and_su
         .output()?;
     let show = String::from_utf8(show.stdout)?;
     for m in made {
-        let line = format!("{:>10}  {:>9}  {}", m["generation"], m["games"], m["artifact"].as_str().unwrap());
+        let line =
+            format!("{:>10}  {:>9}  {}", m["generation"].as_u64().unwrap(), GAMES, m["artifact"].as_str().unwrap());
         assert!(show.contains(&line), "`{line}` in\n{show}");
     }
     drop(coord);

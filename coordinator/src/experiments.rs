@@ -372,6 +372,16 @@ pub struct Detail {
     /// What each generation of a run that improves itself made (a leave table), in order; the
     /// last is the run's result. Empty for other experiments and before the first.
     pub generations: Vec<Generation>,
+    /// A tuning run's parameters as they stand and every step that moved them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tuning: Option<Tuning>,
+}
+
+/// A tuning run's parameters (name -> value: the start, then each step's result) and its steps.
+#[derive(Clone, Serialize)]
+pub struct Tuning {
+    pub params: std::collections::BTreeMap<String, f64>,
+    pub history: Vec<shared::kinds::tune::Step>,
 }
 
 /// One generation of a run that improves itself: what it made and the games behind it.
@@ -487,6 +497,7 @@ struct CellRow {
     status: String,
     stop_reason: Option<String>,
     target_units: i64,
+    done_units: i64,
     tally: Db<MatchTally>,
 }
 
@@ -501,7 +512,9 @@ impl CellRow {
             bots: self.bots.map(|b| b.0),
             status: self.status,
             stop_reason: self.stop_reason,
-            games: t.games,
+            // Counted units, whether or not the cell keeps a tally (a self-play cell of a leaves
+            // run does not): a match cell's tally has as many games.
+            games: self.done_units as u64 * kind.shown_per_unit(),
             target_games: self.target_units * kind.shown_per_unit() as i64,
             wins: t.wins,
             draws: t.draws,
@@ -533,7 +546,7 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
             .bind(id)
             .fetch_one(db)
             .await?;
-    let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_units, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
+    let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_units, done_units, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
     let cells = rows.into_iter().map(|r| r.view(spec.kind.sprt(), spec.kind.job_kind())).collect();
     let counts: Vec<(String, i64)> =
         sqlx::query_as("SELECT state, count(*) FROM batches WHERE experiment_id = $1 GROUP BY state")
@@ -567,12 +580,31 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     .fetch_one(db)
     .await?;
     let generations = sqlx::query_as(
-        "SELECT generation, artifact, games, made_at FROM generations WHERE experiment_id = $1 ORDER BY generation",
+        "SELECT generation, artifact, games, made_at FROM generations WHERE experiment_id = $1 AND artifact IS NOT NULL ORDER BY generation",
     )
     .bind(id)
     .fetch_all(db)
     .await?;
-    Ok(Detail { summary, spec, cells, batches, parked, contributors, output_sha256, needs, log_bytes, generations })
+    let steps: Vec<(Db<shared::kinds::tune::Step>,)> = sqlx::query_as(
+        "SELECT step FROM generations WHERE experiment_id = $1 AND step IS NOT NULL ORDER BY generation",
+    )
+    .bind(id)
+    .fetch_all(db)
+    .await?;
+    let tuning = crate::kinds::tuning(&spec.kind, steps.into_iter().map(|s| s.0.0).collect());
+    Ok(Detail {
+        summary,
+        spec,
+        cells,
+        batches,
+        parked,
+        contributors,
+        output_sha256,
+        needs,
+        log_bytes,
+        generations,
+        tuning,
+    })
 }
 
 /// Why an SPRT stopped a cell, in words for the dashboard.

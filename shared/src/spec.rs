@@ -54,6 +54,7 @@ pub struct File {
     pub grid: BTreeMap<String, Vec<toml::Value>>,
     pub sprt: Option<Sprt>,
     pub generations: Option<GenerationsSection>,
+    pub tune: Option<TuneSection>,
     #[serde(default)]
     pub artifacts: Artifacts,
     /// Hand the batches only to workers whose CNN inference runs on a GPU.
@@ -121,6 +122,42 @@ pub struct GenerationsSection {
 
 fn start_none() -> String {
     "none".into()
+}
+
+/// `[tune]`: a tuning run's bot, reference and parameters (`kinds::tune`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuneSection {
+    /// The bot tuned, with its other parameters as they stay.
+    pub bot: String,
+    /// The reference bot both perturbed bots play.
+    pub against: String,
+    pub iterations: u32,
+    /// Games each perturbed bot plays against the reference per iteration (paired deals).
+    pub games: u64,
+    #[serde(default = "spsa")]
+    pub method: String,
+    pub params: BTreeMap<String, ParamSection>,
+}
+
+fn spsa() -> String {
+    "spsa".into()
+}
+
+/// `[tune.params.NAME]`: a parameter of the bot, its start and bounds, and its gains.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamSection {
+    pub start: f64,
+    pub min: f64,
+    pub max: f64,
+    /// The perturbation at the first iteration (default a tenth of the range).
+    pub c: Option<f64>,
+    /// The step gain (default: a 10-point score edge moves the value by `c` at first).
+    pub a: Option<f64>,
+    /// Values are rounded to whole numbers (a count, such as a sim bot's `k`).
+    #[serde(default)]
+    pub integer: bool,
 }
 
 /// Artifacts an experiment pins by sha256; unset ones are the coordinator's defaults.

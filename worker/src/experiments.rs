@@ -227,7 +227,38 @@ fn table(e: &Value) -> String {
         );
     }
     out += &generations(e);
+    out += &tuning(e);
     out
+}
+
+/// A tuning run: each step (the parameters before and after, the two perturbed bots' scores)
+/// and the parameters now.
+fn tuning(e: &Value) -> String {
+    let Some(t) = e["tuning"].as_object() else { return String::new() };
+    let names: Vec<&String> = t["params"].as_object().map(|p| p.keys().collect()).unwrap_or_default();
+    let spell = |v: &Value| -> String {
+        let vals = v.as_array().map(Vec::as_slice).unwrap_or_default();
+        names
+            .iter()
+            .zip(vals)
+            .map(|(n, x)| format!("{n}={}", x.as_f64().map_or("-".into(), |x| format!("{x:.4}"))))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut out = format!("\n{:>9}  {:<28}  {:>7}  {:>7}  {}\n", "iteration", "before", "score+", "score-", "after");
+    for st in t["history"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        let pct = |v: &Value| v.as_f64().map_or("-".into(), |x| format!("{:.1}%", 100.0 * x));
+        out += &format!(
+            "{:>9}  {:<28}  {:>7}  {:>7}  {}\n",
+            text(&st["iteration"]),
+            spell(&st["theta"]),
+            pct(&st["score_plus"]),
+            pct(&st["score_minus"]),
+            spell(&st["next"])
+        );
+    }
+    let now: Vec<String> = t["params"].as_object().into_iter().flatten().map(|(k, v)| format!("{k}={v}")).collect();
+    out + &format!("parameters now: {}\n", now.join(", "))
 }
 
 /// A run that improves itself: what each generation made, from how many games (the last is
@@ -239,7 +270,7 @@ fn generations(e: &Value) -> String {
     }
     let mut out = format!("\n{:>10}  {:>9}  {}\n", "generation", "games", "artifact (sha256)");
     for g in made {
-        out += &format!("{:>10}  {:>9}  {}\n", g["generation"], g["games"], text(&g["artifact"]));
+        out += &format!("{:>10}  {:>9}  {}\n", text(&g["generation"]), text(&g["games"]), text(&g["artifact"]));
     }
     out + "download one with GET /api/v1/artifacts/SHA256\n"
 }

@@ -367,3 +367,27 @@ pub fn wintable(t: &engine::winpct::WinTable) -> Markup {
         (legend("wintable-legend", &items))
     }
 }
+
+/// A value by iteration (a tuned parameter, a run's objective) as a line through its points,
+/// with a band of `half` either side of each (the perturbations tried, or an interval), on a
+/// y axis from `lo` to `hi`.
+pub fn trajectory(id: &str, y_title: &str, points: &[(f64, f64, f64)], (lo, hi): (f64, f64)) -> Markup {
+    let last = points.iter().map(|p| p.0).fold(1.0, f64::max);
+    let f = Frame::new(300.0, |a, b| Scale::linear(0.0, last, a, b), |a, b| Scale::linear(lo, hi, a, b));
+    let axes = Axes::new("iteration", y_title, &plain, &plain);
+    let xy = |x: f64, y: f64| format!("{},{}", f1(f.x.px(x)), f1(f.y.px(y.clamp(lo, hi))));
+    let clip = format!("{id}-clip");
+    let marks = html! {
+        defs { (f.clip(&clip)) }
+        @if points.len() > 1 {
+            @let band: Vec<String> = points.iter().map(|&(x, y, h)| xy(x, y + h)).chain(points.iter().rev().map(|&(x, y, h)| xy(x, y - h))).collect();
+            polygon.band clip-path={ "url(#" (clip) ")" } fill=(PALETTE[0]) points=(band.join(" ")) {}
+        }
+        @let line: Vec<String> = points.iter().map(|&(x, y, _)| xy(x, y)).collect();
+        polyline.series fill="none" stroke=(PALETTE[0]) stroke-width="2" points=(line.join(" ")) {}
+        @for &(x, y, _) in points {
+            circle.point cx=(f1(f.x.px(x))) cy=(f1(f.y.px(y.clamp(lo, hi)))) r="3.5" fill=(PALETTE[0]) {}
+        }
+    };
+    f.svg(id, y_title, &axes, marks)
+}

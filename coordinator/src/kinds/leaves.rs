@@ -68,7 +68,7 @@ impl Served for Leaves {
                     .await
                     .map_err(|e| Error::internal(e.to_string()))
             }
-            (Part::Rate(_), LeavesResult::Rate(tally)) => matches::verify(st, b, tally, logs, true).await,
+            (Part::Rate(_), LeavesResult::Rate(tally)) => matches::verify(st, b, b.spec.seed, tally, logs, true).await,
             (p, _) => Ok(Err(wrong_part(p))),
         }
     }

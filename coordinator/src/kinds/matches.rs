@@ -35,7 +35,7 @@ impl Served for Match {
         tally: MatchTally,
         logs: Texts,
     ) -> Result<std::result::Result<(), String>> {
-        verify(st, batch, tally, logs, true).await
+        verify(st, batch, batch.spec.seed, tally, logs, true).await
     }
 
     async fn check(_: &mut PgConnection, batch: &Batch, tally: &MatchTally) -> Result<()> {
@@ -66,10 +66,12 @@ pub fn job(seed: u64, b: &Batch) -> Result<MatchJob> {
     Ok(MatchJob { bot1, bot2, seed, first_pair: b.first_unit as u64, pairs: b.units as u64 })
 }
 
-/// Re-play the sampled games on their deals and check the tally against every game's log.
+/// Re-play the sampled games on their deals (those of the run seeded `seed`) and check the
+/// tally against every game's log.
 pub async fn verify(
     st: &AppState,
     b: &Batch,
+    seed: u64,
     tally: MatchTally,
     logs: Texts,
     paired: bool,
@@ -77,7 +79,7 @@ pub async fn verify(
     let rules = st.rules.get(&st.db, &b.artifacts).await?;
     let m = MatchBatch {
         batch: b.id,
-        seed: b.spec.seed,
+        seed,
         first_pair: b.first_unit as u64,
         pairs: b.units as u64,
         bots: b.bots()?,

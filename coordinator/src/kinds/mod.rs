@@ -9,15 +9,17 @@ mod matches;
 mod selfplay;
 #[cfg(feature = "toy-kind")]
 mod toy;
+mod tune;
 mod wintable;
 
 use crate::error::{Error, Result};
-use crate::experiments::Detail;
+use crate::experiments::{Detail, Tuning};
 use crate::results::Settled;
 use crate::state::AppState;
 use crate::verify::Texts;
 use axum::response::Html;
 use shared::experiment::ExperimentSpec;
+use shared::kinds::tune::Step;
 use shared::kinds::{ExperimentKind, Job, JobKind, JobResult, Kind};
 use shared::protocol::ArtifactRef;
 use sqlx::types::Json as Db;
@@ -130,6 +132,11 @@ pub trait Served: Kind {
 
     /// The experiment's page.
     async fn page(st: &AppState, d: &Detail, spec: &Self::Spec) -> Result<Html<String>>;
+
+    /// A tuning run's parameters and steps, from the steps recorded so far.
+    fn tuning(_: &Self::Spec, _: Vec<Step>) -> Option<Tuning> {
+        None
+    }
 }
 
 /// A result whose kind is not its batch's: refused, naming both.
@@ -214,6 +221,13 @@ macro_rules! served {
             }
         }
 
+        /// A tuning run's parameters and steps ([`Served::tuning`]).
+        pub fn tuning(kind: &ExperimentKind, steps: Vec<Step>) -> Option<Tuning> {
+            match kind {
+                $( $(#[cfg($cfg)])? ExperimentKind::$variant(k) => <$kind as Served>::tuning(k, steps), )+
+            }
+        }
+
         /// The experiment's page ([`Served::page`]).
         pub async fn page(st: &AppState, d: &Detail) -> Result<Html<String>> {
             match &d.spec.kind {
@@ -229,6 +243,7 @@ served! {
     Wintable(shared::kinds::wintable::Wintable),
     Selfplay(shared::kinds::selfplay::Selfplay),
     Leaves(shared::kinds::leaves::Leaves),
+    Tune(shared::kinds::tune::Tune),
     #[cfg(feature = "toy-kind")]
     Toy(shared::kinds::toy::Toy),
 }

@@ -29,7 +29,7 @@ impl Served for Selfplay {
         tally: MatchTally,
         logs: Texts,
     ) -> Result<std::result::Result<(), String>> {
-        matches::verify(st, batch, tally, logs, false).await
+        matches::verify(st, batch, batch.spec.seed, tally, logs, false).await
     }
 
     async fn check(_: &mut PgConnection, batch: &Batch, tally: &MatchTally) -> Result<()> {

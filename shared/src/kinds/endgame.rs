@@ -31,6 +31,7 @@ impl Kind for Endgame {
                 ("grid", !f.grid.is_empty()),
                 ("sprt", f.sprt.is_some()),
                 ("generations", f.generations.is_some()),
+                ("tune", f.tune.is_some()),
                 ("games", f.games.is_some()),
             ],
             "an endgame experiment takes no `games`, [match], [grid] or [sprt]; its size is its positions",

@@ -42,6 +42,7 @@ impl Kind for Leaves {
                 ("grid", !f.grid.is_empty()),
                 ("sprt", f.sprt.is_some()),
                 ("endgame", f.endgame.is_some()),
+                ("tune", f.tune.is_some()),
                 ("games", f.games.is_some()),
             ],
             "a leaves experiment takes a [generations] section (count, games, rate_games, start) and a seed",

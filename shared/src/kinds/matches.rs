@@ -96,6 +96,9 @@ pub fn parse(f: File, paired: bool) -> Result<MatchSpec, SpecError> {
     if f.generations.is_some() {
         return err("generations", "only a leaves experiment takes a [generations] section");
     }
+    if f.tune.is_some() {
+        return err("tune", "only a tune experiment takes a [tune] section");
+    }
     if !paired && f.sprt.is_some() {
         return err("sprt", "a selfplay experiment plays every game it asks for: it takes no [sprt]");
     }
@@ -262,7 +265,7 @@ fn text(v: &serde_json::Value) -> String {
 
 /// A bot volunteers can play: any bot, but a CNN bot's model is named by the sha256 of an
 /// artifact (volunteers fetch it from the coordinator), never by a path.
-fn volunteer_bot(spec: &str) -> Result<BotSpec, String> {
+pub fn volunteer_bot(spec: &str) -> Result<BotSpec, String> {
     let bot = BotSpec::parse(spec).map_err(|e| e.message)?;
     match bot.model() {
         Some(model) if !is_sha256(model) => Err(format!(

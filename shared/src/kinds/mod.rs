@@ -14,6 +14,7 @@ pub mod matches;
 pub mod selfplay;
 #[cfg(feature = "toy-kind")]
 pub mod toy;
+pub mod tune;
 pub mod wintable;
 
 use crate::spec::{CellSpec, File, SpecError};
@@ -217,6 +218,8 @@ registry! {
     Selfplay(selfplay::Selfplay),
     /// A leave table made by generations of self-play, each fitted on the coordinator.
     Leaves(leaves::Leaves),
+    /// A bot's parameters tuned by SPSA, each iteration's two perturbations against a reference.
+    Tune(tune::Tune),
     /// A test-only kind that proves the registry: see `toy`.
     #[cfg(feature = "toy-kind")]
     Toy(toy::Toy),
@@ -333,6 +336,6 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), names.len(), "{names:?}");
-        assert_eq!(JobKind::names_where(|f| f.plays_bots), ["match", "selfplay"]);
+        assert_eq!(JobKind::names_where(|f| f.plays_bots), ["match", "selfplay", "tune"]);
     }
 }

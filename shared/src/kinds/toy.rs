@@ -29,6 +29,7 @@ impl Kind for Toy {
                 ("endgame", f.endgame.is_some()),
                 ("sprt", f.sprt.is_some()),
                 ("generations", f.generations.is_some()),
+                ("tune", f.tune.is_some()),
             ],
             "a toy experiment takes only `games` (its draws)",
         )?;

@@ -28,6 +28,7 @@ impl Kind for Wintable {
                 ("grid", !f.grid.is_empty()),
                 ("sprt", f.sprt.is_some()),
                 ("generations", f.generations.is_some()),
+                ("tune", f.tune.is_some()),
                 ("endgame", f.endgame.is_some()),
             ],
             "a wintable experiment takes only `games` (static-vs-static games) and a seed",

@@ -8,6 +8,7 @@ mod matches;
 mod selfplay;
 #[cfg(feature = "toy-kind")]
 mod toy;
+mod tune;
 mod wintable;
 
 pub use endgame::line_notation;
@@ -125,6 +126,7 @@ runners! {
     Wintable(shared::kinds::wintable::Wintable),
     Selfplay(shared::kinds::selfplay::Selfplay),
     Leaves(shared::kinds::leaves::Leaves),
+    Tune(shared::kinds::tune::Tune),
     #[cfg(feature = "toy-kind")]
     Toy(shared::kinds::toy::Toy),
 }
