@@ -31,7 +31,7 @@ schemas={
    "id":UUID,"name":S(),"kind":S(", ".join(KINDS[:-1])+" or "+KINDS[-1],enum=KINDS),
    "status":S(enum=["queued","running","finished","failed","stopped"]),"priority":I(),
    "created_at":TIME,"finished_at":null(TIME),"cells":I(),
-   "games":I("done so far, in `counted`"),"target_games":I("the whole experiment in `counted`; a cell that ended early counts what it did"),
+   "games":I("done so far, in `counted`"),"target_games":I("the whole experiment in `counted`; a cell that ended early on its own verdict (SPRT, bots alike) counts what it did, one a researcher stopped keeps its target"),
    "counted":S("what `games` counts",enum=["games","positions"]),
    "games_per_hour":N("while running: over the last 15 minutes; once over: from start to finish")}),
  "MatchTally": obj({
@@ -78,12 +78,12 @@ schemas={
  "Whoami": obj({"role":S(enum=["worker","owner","researcher","admin"]),"worker_id":UUID},required=["role"]),
  "Generation": obj({"generation":I("from 0"),"artifact":S("what it made (a leave table), by sha256: GET /artifacts/{sha256}"),
    "games":I("the games it was made from"),"made_at":TIME},desc="One generation of a run that improves itself."),
- "Step": obj({"iteration":I(),"theta":arr(N(),None,"the parameters before the step, in the spec's order"),
+ "TuneStep": obj({"iteration":I(),"theta":arr(N(),None,"the parameters before the step, in the spec's order"),
    "c":arr(N(),None,"each parameter's perturbation c_k"),"delta":arr(N(),None,"each parameter's sign, +1 or -1"),
    "score_plus":N("score of theta + c delta against the reference (wins and half the draws)"),"score_minus":N(),
    "next":arr(N(),None,"the parameters after the step")},desc="One SPSA step of a tuning run."),
  "Tuning": obj({"params":{"type":"object","additionalProperties":{"type":"number"},"description":"each parameter's value now (the last step's result)"},
-   "history":arr(ref("Step"))}),
+   "history":arr(ref("TuneStep"))}),
  "Submitted": obj({"id":UUID,"cells":I(),"games":I(),"counted":S(enum=["games","positions"])}),
 }
 det=dict(schemas["Summary"]); det=json.loads(json.dumps(det))

@@ -96,6 +96,8 @@ async fn a_leave_table_run_fits_each_generation_as_the_local_command_does_and_su
         assert!(page.contains(&m["artifact"].as_str().unwrap()[..12]), "{page}");
     }
     assert!(page.contains("id=\"leave-values\"") && !page.contains("not yet fitted"), "{page}");
+    // The run's JSON is what the API's description says it is.
+    check_documented(&coord.url, "/experiments/{id}", &format!("/experiments/{id}")).await?;
     let show = Command::new(bin("worker"))
         .args(["experiments", "show", &id.to_string(), "--coordinator", &coord.url])
         .output()?;

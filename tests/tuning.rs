@@ -71,6 +71,8 @@ async fn an_spsa_run_steps_as_its_scores_say_through_a_restart() -> Result<()> {
     // seed's deals: some leave weight beat none).
     assert!(steps[0].next[0] > 0.0, "{:?}", steps[0]);
 
+    // The run's JSON is what the API's description says it is.
+    check_documented(&coord.url, "/experiments/{id}", &format!("/experiments/{id}")).await?;
     let show = std::process::Command::new(bin("worker"))
         .args(["experiments", "show", &id.to_string(), "--coordinator", &coord.url])
         .output()?;
