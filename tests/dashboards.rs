@@ -125,7 +125,7 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     assert_eq!(cell["status"], "stopped", "{cell}");
     assert!(cell["games"].as_u64().unwrap() < 4000);
     let reason = cell["stop_reason"].as_str().unwrap().to_string();
-    assert!(reason.starts_with("SPRT accepted H0"), "greedy is well under 45% against static: {reason}");
+    assert!(reason.starts_with("SPRT: the games favour H0"), "greedy is well under 45% against static: {reason}");
 
     let profile = dir.0.join("chromium");
     // Experiments list: both, finished, with links.
@@ -202,7 +202,7 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
 
     // The SPRT experiment says why it stopped, and shows its LLR against the bounds.
     let page = dump_dom(&format!("{}/experiments/{sprt}", coord.url), &profile)?;
-    assert!(page.contains("SPRT accepted H0"), "stop reason shown");
+    assert!(page.contains("SPRT: the games favour H0"), "stop reason shown");
     assert!(page.contains("status stopped"));
     let chart = svg(&page, "sprt");
     has_axes(chart, "games played in the cell", "log-likelihood ratio (LLR)");
@@ -340,6 +340,32 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     let page = dump_dom(&format!("{}/experiments/{live}", coord.url), &profile)?;
     assert!(page.contains("http-equiv=\"refresh\""));
     assert!(page.contains("status queued"));
+    drop(coord);
+    db.drop_db().await
+}
+
+/// A cell whose bots play alike on 200 deals finishes there, says why, and its experiment's
+/// progress counts what it played, not its target.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bots_alike_on_200_deals_finish_early_and_say_so() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
+    let token = researcher_token(&db.url)?;
+    let dir = Scratch::new("alike");
+    let text =
+        "name = \"alike\"\nkind = \"match\"\ngames = 2000\nseed = 6\n[match]\nbot1 = \"static\"\nbot2 = \"static\"\n";
+    let id = submit(&coord.url, &token, &experiment_file(&dir.0, "alike.toml", text))?;
+    let mut v = volunteer(&coord.url, "alike-volunteer", &dir.0.join("v"), &["--exit-when-idle"])?;
+    let done = wait_for_status(&coord.url, id, &["finished", "failed"], Duration::from_secs(240)).await;
+    let _ = v.wait();
+    let done = done?;
+    let cell = &done["cells"][0];
+    let games = cell["games"].as_u64().unwrap();
+    assert_eq!(cell["status"], "finished", "{done}");
+    assert!((400..2000).contains(&games), "finished early, after 200 deals: {games}");
+    let why = cell["stop_reason"].as_str().unwrap();
+    assert!(why.starts_with(&format!("the bots played alike on all of its {} deals", games / 2)), "{why}");
+    assert_eq!((done["games"].as_u64(), done["target_games"].as_u64()), (Some(games), Some(games)), "{done}");
     drop(coord);
     db.drop_db().await
 }

@@ -77,6 +77,9 @@ async fn researchers_list_show_reprioritise_and_stop_from_the_terminal() -> Resu
     let (_, out, _) = experiments(&["list", "--coordinator", url, "--status", "stopped", "--json"])?;
     let stopped: serde_json::Value = serde_json::from_str(&out)?;
     ensure!(stopped.as_array().map(Vec::len) == Some(1) && stopped[0]["id"] == first_s, "{out}");
+    // Stopped before its end: done against the target it had, not a full bar.
+    let listed_before = listed.as_array().unwrap().iter().find(|e| e["id"] == first_s).unwrap()["target_games"].clone();
+    ensure!(stopped[0]["target_games"] == listed_before && stopped[0]["games"] == 0, "{out}");
     // A token saved with `login` serves `priority`, `stop` and `submit` without --token.
     let home = dir.0.join("researcher");
     let worker_at_home = |args: &[&str]| {

@@ -195,8 +195,9 @@ pub struct Summary {
     pub cells: i64,
     /// Done so far, in `counted` (games, or positions for endgames).
     pub games: i64,
-    /// What the experiment will have done when it is over: a cell that ended early (an SPRT
-    /// decided, a researcher stopped it) counts what it did.
+    /// What the experiment asks for: a cell that ended early on its own verdict (an SPRT
+    /// decided, its bots played alike) counts what it did; one a researcher stopped keeps its
+    /// target, so that a stopped experiment shows done against what it asked.
     pub target_games: i64,
     /// What `games` and `target_games` count.
     pub counted: &'static str,
@@ -211,7 +212,7 @@ macro_rules! summary_sql {
 SELECT e.id, e.name, e.kind, e.status, e.priority, e.created_at, e.finished_at,
        (SELECT count(*) FROM cells c WHERE c.experiment_id = e.id) AS cells,
        (SELECT coalesce(sum(c.done_units), 0)::bigint FROM cells c WHERE c.experiment_id = e.id) AS done_units,
-       (SELECT coalesce(sum(CASE WHEN c.status IN ('queued', 'running', 'waiting') THEN c.target_units ELSE least(c.done_units, c.target_units) END), 0)::bigint
+       (SELECT coalesce(sum(CASE WHEN c.status IN ('queued', 'running', 'waiting') OR c.stop_reason = 'stopped by a researcher' THEN c.target_units ELSE least(c.done_units, c.target_units) END), 0)::bigint
           FROM cells c WHERE c.experiment_id = e.id) AS target_units,
        CASE WHEN e.started_at IS NULL THEN 0
             WHEN e.finished_at IS NOT NULL THEN
@@ -607,18 +608,24 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     })
 }
 
-/// Why an SPRT stopped a cell, in words for the dashboard.
+/// Why an SPRT stopped a cell, in words for the dashboard: which hypothesis the games favour
+/// and the bounds that said so, never a claim about the win rate itself (a test that favours
+/// H1 at p1 = 0.49 says nothing of a 48.8% cell but that 0.49 explains its games better than
+/// p0 does, at the test's error rates).
 pub fn sprt_reason(s: &Sprt, d: SprtDecision) -> Option<String> {
+    let rates = format!("alpha {}, beta {}", s.alpha, s.beta);
     match d {
         SprtDecision::Continue { .. } => None,
         SprtDecision::AcceptH1 { llr } => Some(format!(
-            "SPRT accepted H1: win rate >= {} (LLR {llr:.2} reached the upper bound {:.2})",
+            "SPRT: the games favour H1 (win rate {}) over H0 ({}); LLR {llr:.2} reached the upper bound {:.2} ({rates})",
             s.p1,
+            s.p0,
             s.bounds().1
         )),
         SprtDecision::AcceptH0 { llr } => Some(format!(
-            "SPRT accepted H0: win rate <= {} (LLR {llr:.2} reached the lower bound {:.2})",
+            "SPRT: the games favour H0 (win rate {}) over H1 ({}); LLR {llr:.2} reached the lower bound {:.2} ({rates})",
             s.p0,
+            s.p1,
             s.bounds().0
         )),
     }

@@ -37,8 +37,10 @@ use crate::trust;
 use axum::Json;
 use axum::extract::{Path, State};
 use shared::PROTOCOL_VERSION;
+use shared::experiment::ExperimentSpec;
 use shared::kinds::JobKind;
 use shared::protocol::*;
+use shared::stats::MatchTally;
 use sqlx::types::Json as Db;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
@@ -531,6 +533,19 @@ async fn carve(
     };
     if let Some(s) = unit_secs {
         want = want.min((batch_secs as f64 * threads / s).floor().min(i64::MAX as f64) as i64);
+    }
+    // An SPRT looks again before its LLR could pass a bound by far: a cell near one gets small
+    // batches (a verdict after a few hundred games, not thousands past it).
+    if kind.plays_bots() {
+        let (Db(tally), Db(spec)): (Db<MatchTally>, Db<ExperimentSpec>) = sqlx::query_as(
+            "SELECT c.tally, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1",
+        )
+        .bind(cell)
+        .fetch_one(&mut **tx)
+        .await?;
+        if let Some(cap) = spec.kind.sprt().and_then(|s| s.batch_pairs(&tally)) {
+            want = want.min(cap.min(MAX_UNITS as u64) as i64);
+        }
     }
     // At most an eighth of the cell per batch, so that several workers can share a cell, its
     // win rate is seen converging, and an SPRT gets the chance to stop it early.

@@ -530,6 +530,15 @@ pub async fn record_in_cell(tx: &mut Tx<'_>, cell: Uuid, units: i64, t: Option<&
                 Some(("finished", reason))
             }
             (false, Some(reason)) => Some(("stopped", reason)),
+            // Finished, not stopped: what the cell was for is known (a tuning step may use it).
+            (false, None) if sum.alike_long_enough() => Some((
+                "finished",
+                format!(
+                    "the bots played alike on all of its {} deals: they differ on at most {:.1}% of deals (95%), so it finished early",
+                    sum.pairs(),
+                    300.0 / sum.pairs() as f64
+                ),
+            )),
             (false, None) => None,
         };
     }

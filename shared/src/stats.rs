@@ -189,6 +189,13 @@ impl MatchTally {
         if self.pair_points.contains(&n) { Evidence::Uniform } else { Evidence::Varied }
     }
 
+    /// Whether the bots played alike on so many deals ([`ALIKE_PAIRS`]) that playing on could
+    /// not tell them apart: by the rule of three, bots that agreed on all `n` deals differ on at
+    /// most `3 / n` of deals (95%), which moves a win rate by at most half that.
+    pub fn alike_long_enough(&self) -> bool {
+        self.evidence() == Evidence::Identical && self.pairs() >= ALIKE_PAIRS
+    }
+
     /// The first bot's score rate: wins plus half the draws, over games.
     pub fn win_rate(&self) -> Option<f64> {
         (self.games > 0).then(|| (self.wins as f64 + 0.5 * self.draws as f64) / self.games as f64)
@@ -350,6 +357,10 @@ impl MatchTally {
     }
 }
 
+/// Deals a cell's bots must play alike on before it finishes early
+/// ([`MatchTally::alike_long_enough`]): 200, so that they differ on at most 1.5% of deals.
+pub const ALIKE_PAIRS: u64 = 200;
+
 /// What a tally can say about which of its bots is stronger.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -405,6 +416,8 @@ pub enum SprtDecision {
 
 /// Pairs an SPRT waits for before deciding: the normal approximation needs a few.
 pub const SPRT_MIN_PAIRS: u64 = 20;
+/// Fewest pairs a batch of an SPRT cell is cut to near a bound ([`Sprt::batch_pairs`]).
+pub const SPRT_MIN_BATCH: u64 = 8;
 
 impl Sprt {
     /// Lower and upper log-likelihood-ratio bounds.
@@ -428,6 +441,26 @@ impl Sprt {
             Evidence::Varied => t.pair_moments(),
         };
         Some(n as f64 * (self.p1 - self.p0) * (2.0 * mean - self.p0 - self.p1) / (2.0 * var))
+    }
+
+    /// The most pairs a cell's next batch should take, so that the test looks again before it
+    /// could pass a bound by far: half the pairs the LLR's drift so far would take to reach the
+    /// nearer bound, and at least [`SPRT_MIN_BATCH`] (fishtest shrinks its batches near a
+    /// bound the same way). None before [`SPRT_MIN_PAIRS`] pairs (the cell's probes are small
+    /// then) or while the LLR has not moved.
+    pub fn batch_pairs(&self, t: &MatchTally) -> Option<u64> {
+        let n = t.pairs();
+        if n < SPRT_MIN_PAIRS {
+            return None;
+        }
+        let llr = self.llr(t)?;
+        let drift = llr.abs() / n as f64;
+        if drift < 1e-9 {
+            return None;
+        }
+        let (lo, hi) = self.bounds();
+        let room = (hi - llr).min(llr - lo).max(0.0);
+        Some(((room / drift / 2.0).ceil() as u64).max(SPRT_MIN_BATCH))
     }
 
     pub fn decide(&self, t: &MatchTally) -> SprtDecision {
@@ -477,6 +510,34 @@ mod tests {
         assert!(games(80, 0, 0).outlier_z(&rest).unwrap() > OUTLIER_Z);
         assert!(games(33, 2, 25).outlier_z(&rest).unwrap().abs() < 1.0);
         assert_eq!(games(59, 0, 0).outlier_z(&rest), None, "fewer than 60 games");
+    }
+
+    #[test]
+    fn sprt_batches_shrink_as_the_llr_nears_a_bound() {
+        let s = Sprt { p0: 0.5, p1: 0.55, alpha: 0.05, beta: 0.05 };
+        // 60, then 100 pairs at ~56%: the LLR climbs towards the upper bound (2.94).
+        let far = tally([6, 8, 21, 15, 10]);
+        let near = tally([10, 14, 34, 24, 18]);
+        let (l_far, l_near) = (s.llr(&far).unwrap(), s.llr(&near).unwrap());
+        assert!(0.0 < l_far && l_far < l_near && l_near < s.bounds().1, "{l_far} {l_near}");
+        let (b_far, b_near) = (s.batch_pairs(&far).unwrap(), s.batch_pairs(&near).unwrap());
+        assert!(b_near < b_far, "{b_far} {b_near}");
+        // Half the way to the bound at the drift so far: the next look comes before it.
+        let drift = l_near / near.pairs() as f64;
+        assert!(l_near + drift * b_near as f64 <= s.bounds().1 + drift * SPRT_MIN_BATCH as f64);
+        assert_eq!(s.batch_pairs(&tally([2, 2, 6, 4, 5])), None, "fewer than 20 pairs");
+        assert!(s.batch_pairs(&tally([0, 0, 0, 0, 60])).unwrap() >= SPRT_MIN_BATCH);
+    }
+
+    #[test]
+    fn bots_alike_on_enough_deals_are_done() {
+        let alike = |pairs| MatchTally { score: [0, 0], ..tally([0, 0, pairs, 0, 0]) };
+        assert_eq!(alike(ALIKE_PAIRS - 1).evidence(), Evidence::Identical);
+        assert!(!alike(ALIKE_PAIRS - 1).alike_long_enough());
+        assert!(alike(ALIKE_PAIRS).alike_long_enough());
+        // Every pair split, but the bots' scores differ: they did not play alike.
+        assert!(!tally([0, 0, ALIKE_PAIRS, 0, 0]).alike_long_enough());
+        assert!(!tally([1, 0, ALIKE_PAIRS, 0, 0]).alike_long_enough());
     }
 
     /// Pairs of two bots that did not play alike (their score totals differ).
