@@ -341,7 +341,8 @@ async fn registration_costs_and_names_read_as_they_are() -> Result<()> {
         .await?;
     assert_eq!(groups, 1);
     let (same,): (bool,) = sqlx::query_as(
-        "SELECT (SELECT grp FROM owners WHERE name = 'alice') = (SELECT grp FROM owners WHERE name = 'racer-0')",
+        // Any racer that got in (which six of them were refused is up to the race).
+        "SELECT (SELECT grp FROM owners WHERE name = 'alice') = (SELECT grp FROM owners WHERE name LIKE 'racer-%' ORDER BY created_at LIMIT 1)",
     )
     .fetch_one(&pool)
     .await?;
