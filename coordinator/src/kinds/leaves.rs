@@ -189,20 +189,8 @@ async fn fit(tx: &mut Tx<'_>, spec: &LeavesSpec, experiment: Uuid, cell: Uuid, g
         .bind(&bytes)
         .execute(&mut **tx)
         .await?;
-    let recorded = sqlx::query(
-        "INSERT INTO generations (experiment_id, generation, cell_id, artifact, games) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (experiment_id, generation) DO NOTHING",
-    )
-    .bind(experiment)
-    .bind(g as i32)
-    .bind(cell)
-    .bind(&sha)
-    .bind(games as i64)
-    .execute(&mut **tx)
-    .await?;
-    if recorded.rows_affected() == 0 {
-        // The cell finished again after a quarantine re-opened it: the later generations
-        // already play with the first fit, which stays the generation's table.
+    let recorded = super::record_generation(tx, experiment, g, cell, super::Made::Artifact(&sha), games).await?;
+    if !recorded {
         tracing::warn!(%experiment, generation = g, "generation already fitted; its table stays");
         return Ok(format!("generation {g} was fitted before; its table stays"));
     }

@@ -139,6 +139,42 @@ pub trait Served: Kind {
     }
 }
 
+/// What a generation of a run made: a table (by sha256), or a tuning step.
+pub enum Made<'a> {
+    Artifact(&'a str),
+    Step(&'a Step),
+}
+
+/// Record what generation `g` of a run made, with its games and the cell whose results made
+/// it. False when the generation was recorded before (a cell that finished again after a
+/// quarantine re-opened it): the first record stays, since later generations built on it.
+pub async fn record_generation(
+    tx: &mut Tx<'_>,
+    experiment: Uuid,
+    g: u32,
+    cell: Uuid,
+    made: Made<'_>,
+    games: u64,
+) -> Result<bool> {
+    let (artifact, step) = match made {
+        Made::Artifact(sha) => (Some(sha), None),
+        Made::Step(s) => (None, Some(Db(s))),
+    };
+    let r = sqlx::query(
+        "INSERT INTO generations (experiment_id, generation, cell_id, artifact, step, games) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (experiment_id, generation) DO NOTHING",
+    )
+    .bind(experiment)
+    .bind(g as i32)
+    .bind(cell)
+    .bind(artifact)
+    .bind(step)
+    .bind(games as i64)
+    .execute(&mut **tx)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
 /// A result whose kind is not its batch's: refused, naming both.
 fn wrong_kind(result: &JobResult, batch: &Batch) -> Error {
     Error::unprocessable(format!(

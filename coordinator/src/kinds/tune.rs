@@ -109,18 +109,9 @@ async fn step(tx: &mut Tx<'_>, spec: &TuneSpec, experiment: Uuid, cell: Uuid, k:
         before.next
     };
     let s = spec.step(e.seed, k, &theta, score(plus), score(minus));
-    let recorded = sqlx::query(
-        "INSERT INTO generations (experiment_id, generation, cell_id, step, games) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (experiment_id, generation) DO NOTHING",
-    )
-    .bind(experiment)
-    .bind(k as i32)
-    .bind(cell)
-    .bind(Db(&s))
-    .bind((plus.games + minus.games) as i64)
-    .execute(&mut **tx)
-    .await?;
-    if recorded.rows_affected() == 0 {
+    let games = plus.games + minus.games;
+    let recorded = super::record_generation(tx, experiment, k, cell, super::Made::Step(&s), games).await?;
+    if !recorded {
         return Ok(Some(format!("iteration {k} stepped before; its step stays")));
     }
     let spelled: Vec<String> =
