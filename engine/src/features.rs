@@ -24,7 +24,7 @@ use crate::gcg::Replay;
 use crate::leaves::Klv;
 use crate::movegen::Ctx;
 use crate::moves::{Kind, Move};
-use crate::tiles::{BLANK, BLANK_BIT, Distribution, RACK_SIZE, letter_of};
+use crate::tiles::{BLANK, BLANK_BIT, Distribution, HIDDEN, RACK_SIZE, letter_of};
 use crate::winpct::WinTable;
 
 /// Letters the encoding has a plane for: the encoding is for 26-letter alphabets.
@@ -267,17 +267,22 @@ impl Encoder {
         out: &mut Vec<f32>,
     ) -> Result<usize, String> {
         if !log.ended {
-            return Err("the game is not finished (no end-of-game line), so it has no outcome".into());
+            return Err(
+                "the game is not finished (no end-of-game line with the bag empty), so it has no outcome".into()
+            );
+        }
+        // A record is the mover's whole view: their rack, and what they threw back.
+        if let Some(t) = log.turns.iter().find(|t| !t.rack_complete() || t.mv.rack_tiles().any(|x| x == HIDDEN)) {
+            return Err(format!("line {}: the log does not show the mover's whole rack, which a record needs", t.line));
         }
         let dist = ctx.dist;
         let total_tiles: usize = (0..dist.size() as u8).map(|t| dist.count(t) as usize).sum();
         // Before each turn: both scores and the tiles on the board, for horizon targets.
         let mut running = Vec::with_capacity(log.turns.len());
-        let (mut sc, mut tiles) = ([0i32; 2], 0usize);
+        let mut tiles = 0usize;
         for turn in &log.turns {
-            running.push((sc, tiles));
-            sc[turn.player] += turn.mv.score;
-            tiles += turn.mv.tiles_used();
+            running.push((turn.before, tiles));
+            tiles += if turn.withdrawn { 0 } else { turn.mv.tiles_used() };
         }
         let outcome = |p: usize| (log.scores[p] - log.scores[1 - p]).signum() as f32;
         let target_of = |i: usize, p: usize| match target {
@@ -294,9 +299,13 @@ impl Encoder {
             },
         };
         let mut board = Board::new();
-        let mut scores = [0i32; 2];
         let mut unseen = Vec::with_capacity(100);
+        let mut written = 0;
         for (i, turn) in log.turns.iter().enumerate() {
+            // A play challenged off changed nothing on the board, so it teaches nothing of it.
+            if turn.withdrawn {
+                continue;
+            }
             let me = turn.player;
             let mut counts = board_counts(&board);
             for &t in &turn.rack {
@@ -310,13 +319,13 @@ impl Encoder {
             // While the bag has tiles the opponent holds a full rack; once it is empty, the
             // unseen tiles are their rack.
             let bag = unseen.len() - unseen.len().min(RACK_SIZE);
-            let last = log.turns[..i].last().filter(|t| t.player != me).map(|t| &t.mv);
+            let last = log.turns[..i].last().filter(|t| t.player != me && !t.withdrawn).map(|t| &t.mv);
             let before = Before {
                 board: &board,
                 rack: &turn.rack,
                 unseen: &unseen,
                 bag,
-                spread: scores[me] - scores[1 - me],
+                spread: turn.before[me] - turn.before[1 - me],
                 opponent_last: last,
             };
             let leave_value = leaves.map_or(0.0, |k| k.value(&turn.mv.leave(&turn.rack)));
@@ -332,9 +341,9 @@ impl Encoder {
                 let mv = &turn.mv;
                 board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), ctx.kwg, dist);
             }
-            scores[me] += turn.mv.score;
+            written += 1;
         }
-        Ok(log.turns.len())
+        Ok(written)
     }
 }
 

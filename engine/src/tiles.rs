@@ -19,6 +19,10 @@ pub const BLANK_BIT: u8 = 0x80;
 pub const BLANK: u8 = 0;
 /// Most letters a distribution may hold (cross-sets are `u64` bitmasks over letters).
 pub const MAX_LETTERS: usize = 63;
+/// A tile the reader cannot see: in a player's view of the opponent's racks and exchanges, or
+/// in a log's exchange of tiles it does not name. No rack or board tile has this value
+/// (letters are below 64, board blanks have bit 7 set).
+pub const HIDDEN: u8 = 0x7F;
 /// Tiles on a full rack.
 pub const RACK_SIZE: usize = 7;
 

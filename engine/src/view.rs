@@ -17,9 +17,7 @@
 use crate::game::{Bag, Game, Turn};
 use crate::moves::{Kind, Move};
 
-/// A tile the viewer cannot see, in a [`SeenTurn`]'s rack or an opponent's exchange. No rack
-/// or board tile has this value (letters are below 64, board blanks have bit 7 set).
-pub const HIDDEN: u8 = 0x7F;
+pub use crate::tiles::HIDDEN;
 
 /// What a player is told of the opponent's tiles beyond what the rules show everyone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

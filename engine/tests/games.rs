@@ -25,7 +25,8 @@ fn every_self_play_game_replays_from_its_gcg() {
         let gcg = write_gcg(&rec.game, ["static", "softmax"], dist());
         let r = replay(&gcg, ctx(lex), "game.gcg").unwrap_or_else(|e| panic!("{e}\n{gcg}"));
         assert_eq!(r.scores, rec.game.scores, "{gcg}");
-        assert_eq!(r.moves, rec.game.history.len());
+        assert_eq!(r.turns.len(), rec.game.history.len());
+        assert!(r.ended && r.warnings.is_empty(), "{:?}", r.warnings);
         assert_eq!(r.board.rows().collect::<Vec<_>>(), rec.game.board.rows().collect::<Vec<_>>());
     }
 }

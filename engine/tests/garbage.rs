@@ -65,6 +65,19 @@ fn mangled_positions_and_game_logs_never_panic() {
         let text = String::from_utf8_lossy(&mutate(&mut rng, gcg.as_bytes())).into_owned();
         let _ = replay(&text, ctx(lex), "m.gcg");
     }
+    // Logs as people write them, mangled as bytes: decoded, read, and every turn read as a
+    // position, without a panic.
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gcg");
+    for name in ["tournament-latin1.gcg", "annotated-partial.gcg", "other-lexicon.gcg"] {
+        let bytes = std::fs::read(data.join(name)).unwrap();
+        for _ in 0..300 {
+            let Ok(text) = engine::gcg::decode(&mutate(&mut rng, &bytes), name) else { continue };
+            let r = engine::gcg::read(&text, ctx(lex), name);
+            for n in 0..=r.turns.len() + 1 {
+                let _ = engine::gcg::game_at(&r, n, None, ctx(lex));
+            }
+        }
+    }
 }
 
 #[test]

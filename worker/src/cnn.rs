@@ -280,7 +280,11 @@ fn assemble(a: AssembleArgs) -> Result<()> {
     let start = Instant::now();
     let mut index = 0u64;
     let mut chunk = Vec::with_capacity(CHUNK);
-    let mut flush = |chunk: &mut Vec<GameText>, index: &mut u64| -> Result<()> {
+    // A game that cannot give records (unreadable, unfinished, racks not shown) is skipped and
+    // said so; the others go on.
+    let mut skipped: Vec<String> = Vec::new();
+    let mut written = 0u64;
+    let mut flush = |chunk: &mut Vec<GameText>, index: &mut u64, skipped: &mut Vec<String>| -> Result<()> {
         let results: Vec<Result<Vec<f32>>> = pool.install(|| {
             chunk
                 .par_iter()
@@ -298,35 +302,60 @@ fn assemble(a: AssembleArgs) -> Result<()> {
         });
         for (k, records) in results.into_iter().enumerate() {
             let i = *index + k as u64;
+            let records = match records {
+                Ok(r) => r,
+                Err(e) => {
+                    bar.suspend(|| eprintln!("skipped: {e:#}"));
+                    skipped.push(format!("{e:#}"));
+                    continue;
+                }
+            };
             let held_out = a.val_percent.is_some_and(|p| derive(a.seed ^ HOLDOUT, i) % 100 < p as u64);
             let out = match (&mut val, held_out) {
                 (Some(v), true) => v,
                 _ => &mut train,
             };
-            out.write(&records?)?;
+            out.write(&records)?;
+            written += 1;
         }
         *index += chunk.len() as u64;
-        bar.set_position(*index);
+        bar.set_position(written);
         bar.set_message(format!("{:.0} MB", (train.bytes + val.as_ref().map_or(0, |v| v.bytes)) as f64 / 1e6));
         chunk.clear();
         Ok(())
     };
     for path in &files {
         for game in games_in(path)? {
-            chunk.push(game?);
+            match game {
+                Ok(g) => chunk.push(g),
+                Err(e) => {
+                    bar.suspend(|| eprintln!("skipped: {e:#}"));
+                    skipped.push(format!("{e:#}"));
+                }
+            }
             if chunk.len() == CHUNK {
-                flush(&mut chunk, &mut index)?;
+                flush(&mut chunk, &mut index, &mut skipped)?;
             }
         }
     }
-    flush(&mut chunk, &mut index)?;
+    flush(&mut chunk, &mut index, &mut skipped)?;
     bar.finish_and_clear();
-    if index == 0 {
-        bail!("no games in {}", a.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    let inputs = || a.inputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    if written == 0 {
+        match skipped.first() {
+            Some(first) => {
+                bail!("no game in {} gives records: all {} skipped, the first: {first}", inputs(), skipped.len())
+            }
+            None => bail!("no games in {}", inputs()),
+        }
     }
     let secs = start.elapsed().as_secs_f64();
     let total = train.bytes + val.as_ref().map_or(0, |v| v.bytes);
-    let mut summary = format!("{index} games from {} files\n{}", files.len(), train.finish()?);
+    let mut summary = format!("{written} games from {} files\n", files.len());
+    if !skipped.is_empty() {
+        summary += &format!("{} games skipped (said above), the first: {}\n", skipped.len(), skipped[0]);
+    }
+    summary += &train.finish()?;
     if let Some(v) = val {
         summary += &v.finish()?;
     }
@@ -404,52 +433,56 @@ fn gcg_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 
 /// The games of a file, read line by line: a game starts at a header line (`#character-encoding`
 /// or `#player1`) that follows a move line. A `.gz` file is read through gzip, every member of
-/// it (a coordinator's `games.gcg.gz` is one member per batch).
+/// it (a coordinator's `games.gcg.gz` is one member per batch). Each game's text is decoded as
+/// its `#character-encoding` says (`engine::gcg::decode`).
 fn games_in(path: &Path) -> Result<impl Iterator<Item = Result<GameText>>> {
     let file = std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let reader: Box<dyn BufRead> = if path.extension().is_some_and(|e| e == "gz") {
+    let mut reader: Box<dyn BufRead> = if path.extension().is_some_and(|e| e == "gz") {
         Box::new(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(file)))
     } else {
         Box::new(std::io::BufReader::new(file))
     };
-    let mut lines = reader.lines().enumerate();
     let name = path.display().to_string();
-    let mut pending: Option<(usize, String)> = None;
+    let mut line_no = 0;
+    let mut pending: Option<(usize, Vec<u8>)> = None;
     let mut done = false;
     Ok(std::iter::from_fn(move || {
         if done {
             return None;
         }
-        let (mut first, mut text) = pending.take().unwrap_or((1, String::new()));
+        let (mut first, mut bytes) = pending.take().unwrap_or((1, Vec::new()));
         let mut moves = false;
+        let mut line = Vec::new();
         loop {
-            match lines.next() {
-                None => {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) => {
                     done = true;
-                    return (!text.trim().is_empty()).then(|| Ok(game_text(&name, first, text)));
+                    return (!bytes.iter().all(u8::is_ascii_whitespace)).then(|| game_text(&name, first, &bytes));
                 }
-                Some((_, Err(e))) => {
+                Err(e) => {
                     done = true;
                     return Some(Err(anyhow::anyhow!("{name}: cannot read: {e}")));
                 }
-                Some((i, Ok(line))) => {
-                    let header = line.starts_with("#character-encoding") || line.starts_with("#player1");
+                Ok(_) => {
+                    line_no += 1;
+                    let header = line.starts_with(b"#character-encoding") || line.starts_with(b"#player1");
                     if header && moves {
-                        pending = Some((i + 1, format!("{line}\n")));
-                        return Some(Ok(game_text(&name, first, text)));
+                        pending = Some((line_no, line.clone()));
+                        return Some(game_text(&name, first, &bytes));
                     }
-                    if text.is_empty() {
-                        first = i + 1;
+                    if bytes.is_empty() {
+                        first = line_no;
                     }
-                    moves |= line.starts_with('>');
-                    text.push_str(&line);
-                    text.push('\n');
+                    moves |= line.starts_with(b">");
+                    bytes.extend_from_slice(&line);
                 }
             }
         }
     }))
 }
 
-fn game_text(name: &str, first_line: usize, text: String) -> GameText {
-    GameText { source: name.to_string(), first_line, text }
+fn game_text(name: &str, first_line: usize, bytes: &[u8]) -> Result<GameText> {
+    let text = engine::gcg::decode_at(bytes, name, first_line)?;
+    Ok(GameText { source: name.to_string(), first_line, text })
 }

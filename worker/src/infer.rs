@@ -3,6 +3,7 @@
 
 use crate::data::{DataArgs, load_leaves};
 use anyhow::{Context, Result, bail};
+use engine::gcg::Viewer;
 use engine::infer::{InferConfig, Inference, Likelihood, Posterior, observe};
 use engine::tiles::Distribution;
 use engine::view::{Knows, View};
@@ -18,10 +19,14 @@ pub struct Args {
     /// The game, in GCG.
     #[arg(long)]
     gcg: PathBuf,
-    /// The turn whose mover's leave is inferred (from 1, move lines in file order).
+    /// The turn whose mover's leave is inferred (from 1: plays, exchanges and passes in file
+    /// order; a phony and the `--` line that takes it back are one turn; bonus, penalty and
+    /// end-of-game lines are none).
     #[arg(long)]
     turn: usize,
-    /// The viewer's rack (default: the one the log shows on the viewer's next turn).
+    /// The viewer's rack (default: what the log shows of it on the viewer's next turn, or in
+    /// `#rack1`/`#rack2` after the last turn; '' for none, so that every tile off the board
+    /// counts as unseen).
     #[arg(long)]
     rack: Option<String>,
     /// How the observed turn is weighed: mini-simulation, static equity, or not at all (the
@@ -90,17 +95,62 @@ pub fn run(a: Args) -> Result<()> {
     let data = a.data.load()?;
     let ctx = data.ctx();
     let source = a.gcg.display().to_string();
-    let text = std::fs::read_to_string(&a.gcg).with_context(|| format!("{source}: cannot read"))?;
-    let replay = engine::gcg::replay(&text, ctx, &source)?;
-    let rack = match &a.rack {
+    let bytes = std::fs::read(&a.gcg).with_context(|| format!("{source}: cannot read"))?;
+    let replay = engine::gcg::read(&engine::gcg::decode(&bytes, &source)?, ctx, &source);
+    for w in &replay.warnings {
+        eprintln!("warning: {w}");
+    }
+    let rack = match a.rack.as_deref() {
+        Some("") => Some(Vec::new()),
         Some(r) => Some(data.dist.parse_rack(r).map_err(|e| anyhow::anyhow!("--rack: {e}"))?),
         None => None,
     };
-    let game = engine::gcg::game_at(&replay, a.turn, rack, ctx).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
-    let view = View::new(&game, Knows::Nothing);
+    let at = engine::gcg::game_at(&replay, a.turn, rack, ctx).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+    let game = &at.game;
+    let t = &replay.turns[a.turn - 1];
+    if t.withdrawn {
+        bail!(
+            "{source}: turn {} (line {}) was challenged off: it placed nothing, which says nothing of the rack",
+            a.turn,
+            t.line
+        );
+    }
+    if !t.unknown_words.is_empty() && likelihood != Likelihood::Flat {
+        bail!(
+            "{source}: turn {} (line {}) forms {}, which the lexicon lacks, so no rack makes it by the engine's moves: read it with the game's word list{} (--lexicon), or weigh nothing (--likelihood flat)",
+            a.turn,
+            t.line,
+            t.unknown_words.join(", "),
+            replay.lexicon.as_ref().map_or(String::new(), |l| format!(", {l} by the log")),
+        );
+    }
+    let view = View::new(game, Knows::Nothing);
     let Some(obs) = observe(ctx, &view) else {
         bail!("{source}: turn {} is a pass, which says nothing of the rack", a.turn);
     };
+    let whole_rack = match at.viewer {
+        Viewer::Given if game.racks[game.on_turn].is_empty() => {
+            eprintln!("the viewer's rack: unknown (--rack ''): every tile off the board counts as unseen");
+            false
+        }
+        Viewer::Given | Viewer::Logged => true,
+        Viewer::Partial { known, holds } => {
+            eprintln!(
+                "the viewer's rack: the log shows {known} of its {holds} tiles ({}); the rest count as unseen (give it with --rack)",
+                data.dist.rack_string(&game.racks[game.on_turn])
+            );
+            false
+        }
+        Viewer::Unknown => {
+            eprintln!(
+                "the viewer's rack: the log does not show it, so every tile off the board counts as unseen (give it with --rack)"
+            );
+            false
+        }
+    };
+    if a.simulate.is_some() && !whole_rack {
+        bail!("--simulate plays the viewer's move, so it needs the viewer's whole rack: give it with --rack");
+    }
     let leaves = load_leaves(a.leaves.as_deref())?.map(Arc::new);
     let table = crate::data::load_wintable(a.wintable.as_deref())?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -123,8 +173,14 @@ pub fn run(a: Args) -> Result<()> {
     let inference = Inference { ctx, leaves: leaves.clone(), table: &table };
     let post = pool.install(|| inference.infer(&obs, &cfg, None));
     spinner.finish_and_clear();
+    if post.leaves.is_empty() {
+        bail!(
+            "{source}: turn {}: no leave of the {} evaluated makes the logged play by the engine's moves",
+            a.turn,
+            post.evaluated
+        );
+    }
     let secs = start.elapsed().as_secs_f64();
-    let t = &replay.turns[a.turn - 1];
     let shown = if obs.exchanged > 0 {
         format!("an exchange of {}", obs.exchanged)
     } else {
@@ -162,7 +218,7 @@ pub fn run(a: Args) -> Result<()> {
     // The log lists the mover's rack (self-play logs always do): then the read can be scored
     // against the leave really kept.
     let truth = Some(t.mv.leave(&t.rack))
-        .filter(|l| !t.rack.is_empty() && l.len() + t.mv.rack_tiles().count() == t.rack.len())
+        .filter(|_| t.rack_complete())
         .map(|l| (leave_text(&data.dist, &l), l.len(), post.overlap(&l)));
     if let Some((kept, n, (read, prior))) = &truth {
         println!(
@@ -172,7 +228,7 @@ pub fn run(a: Args) -> Result<()> {
     let compared = match a.simulate {
         Some(iterations) => {
             let sim = engine::sim::Simulator { ctx, leaves, table: &table, net: None };
-            Some(pool.install(|| compare(&sim, &game, &post, iterations, &a, &data.dist)))
+            Some(pool.install(|| compare(&sim, game, &post, iterations, &a, &data.dist)))
         }
         None => None,
     };

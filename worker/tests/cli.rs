@@ -166,7 +166,7 @@ fn autoplay_summary_logs_and_thread_independence() {
                 .unwrap()
         };
         assert_eq!(r.scores, [last_total("p1"), last_total("p2")]);
-        assert!(r.moves > 10);
+        assert!(r.turns.len() > 10);
     }
     let csv = std::fs::read_to_string(d.join("turns.csv")).unwrap();
     assert!(csv.starts_with("game_id,turn,player,rack,move,score,total,tiles_played,leave,equity,bag\n"));
@@ -686,4 +686,60 @@ fn two_volunteers_of_one_name_never_share_a_config_folder() {
     // Once the first has gone, the name is free again.
     let o = volunteer_at(&url, &d, &["--exit-when-idle"]).output().unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+}
+
+/// `worker infer` on games as people write them (`engine/tests/data/gcg/`): an annotated game
+/// whose opponent racks show only what was played reads at either player's turns, with the
+/// viewer's rack whole, partial or unknown as the log shows it; a withdrawn phony, a play in
+/// another word list and a simulation without the viewer's rack are refused with the reason.
+#[test]
+fn infer_reads_turns_of_games_as_people_write_them() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/data/gcg");
+    let file = |name: &str| data.join(name).display().to_string();
+    let annotated = file("annotated-partial.gcg");
+    let infer = |gcg: &str, turn: &str, more: &[&str]| {
+        let mut args =
+            vec!["infer", "--gcg", gcg, "--turn", turn, "--likelihood", "static", "--max-leaves", "60", "--json"];
+        args.extend_from_slice(more);
+        worker(&args)
+    };
+    // (turn, what the log shows of the viewer's rack, as said on stderr)
+    for (turn, viewer) in [
+        ("2", None),
+        ("3", Some("the viewer's rack: the log does not show it, so every tile off the board counts as unseen")),
+        ("5", Some("the viewer's rack: the log shows 6 of its 7 tiles (OOTIER)")),
+    ] {
+        let o = infer(&annotated, turn, &[]);
+        assert!(o.status.success(), "turn {turn}: {}", stderr(&o));
+        let out = stdout(&o);
+        let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        let sum: f64 = v["leaves"].as_array().unwrap().iter().map(|l| l["weight"].as_f64().unwrap()).sum();
+        assert!((sum - 1.0).abs() < 1e-9, "turn {turn}: {sum}");
+        match viewer {
+            Some(says) => assert!(stderr(&o).contains(says), "turn {turn}: {}", stderr(&o)),
+            None => assert!(!stderr(&o).contains("the viewer's rack"), "turn {turn}: {}", stderr(&o)),
+        }
+        // The annotator's racks are whole, so a read of their turn is scored against the truth;
+        // the opponent's are not.
+        assert_eq!(v.get("truth").is_some(), turn != "2", "turn {turn}: {out}");
+    }
+    let refused = [
+        (
+            annotated.clone(),
+            "3",
+            vec!["--simulate", "100"],
+            "--simulate plays the viewer's move, so it needs the viewer's whole rack",
+        ),
+        (file("tournament-latin1.gcg"), "8", vec![], "turn 8 (line 17) was challenged off"),
+        (file("other-lexicon.gcg"), "1", vec![], "forms QI, which the lexicon lacks"),
+        (annotated.clone(), "2", vec!["--rack", "ZZ"], "more `Z` than are off the board"),
+    ];
+    for (gcg, turn, more, says) in refused {
+        let o = infer(&gcg, turn, &more);
+        assert_eq!(o.status.code(), Some(2), "{gcg} {turn}");
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+    // With the viewer's rack given as unknown, a read still runs.
+    let o = infer(&annotated, "2", &["--rack", ""]);
+    assert!(o.status.success() && stderr(&o).contains("unknown (--rack '')"), "{}", stderr(&o));
 }

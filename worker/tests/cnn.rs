@@ -133,12 +133,17 @@ fn assemble_writes_one_record_per_turn_reproducibly() {
     }
 }
 
+/// A game that cannot give records is skipped with a report naming its file, line and why,
+/// and the others are assembled: a broken score, and from `engine/tests/data/gcg/` an annotated
+/// game (partial racks) and a fragment (no end), while the tournament game there (withdrawn
+/// phony, challenge bonus, time penalty, ISO-8859-1) gives one record per turn but the phony's.
+/// When no game gives records, nothing is written and the exit status is 2.
 #[test]
-fn a_bad_log_names_its_file_and_line_and_writes_nothing() {
+fn games_that_give_no_records_are_skipped_with_a_report() {
     let d = temp("badlog");
     let logs = d.join("logs");
     std::fs::create_dir_all(&logs).unwrap();
-    games(&logs);
+    let turns = games(&logs);
     let mut text = std::fs::read_to_string(logs.join("game-000000.gcg")).unwrap();
     let first_len = text.lines().count();
     let second = std::fs::read_to_string(logs.join("game-000001.gcg")).unwrap();
@@ -146,15 +151,40 @@ fn a_bad_log_names_its_file_and_line_and_writes_nothing() {
     let broken: Vec<String> =
         second.lines().enumerate().map(|(i, l)| if i == 4 { l.replace(" +", " +1") } else { l.to_string() }).collect();
     text += &(broken.join("\n") + "\n");
-    let bad = d.join("two.gcg");
-    std::fs::write(&bad, text).unwrap();
+    let mixed = d.join("mixed");
+    std::fs::create_dir_all(&mixed).unwrap();
+    std::fs::write(mixed.join("two.gcg"), text).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/data/gcg");
+    for f in ["annotated-partial.gcg", "other-lexicon.gcg", "tournament-latin1.gcg"] {
+        std::fs::copy(fixtures.join(f), mixed.join(f)).unwrap();
+    }
     let out = d.join("out.frames");
-    let o = worker(&["cnn", "assemble", s(&bad), "--out", s(&out)]);
+    let o = worker(&["cnn", "assemble", s(&mixed), "--out", s(&out)]);
+    let (e, summary) = (stderr(&o), ok(o));
+    for says in [
+        format!("two.gcg:{}: ", first_len + 5),
+        "annotated-partial.gcg:1: line 5: the log does not show the mover's whole rack".to_string(),
+        "other-lexicon.gcg:1: the game is not finished".to_string(),
+    ] {
+        assert!(e.contains(&format!("skipped: {}", mixed.join(&says).display())), "{says}: {e}");
+    }
+    assert!(summary.starts_with("2 games from 4 files\n3 games skipped (said above)"), "{summary}");
+    let tournament = std::fs::read(fixtures.join("tournament-latin1.gcg")).unwrap();
+    let moves = tournament.split(|&b| b == b'\n').filter(|l| l.starts_with(b">") && !l.contains(&b'(')).count() as u64;
+    // Less the `--` line and the phony it takes back.
+    assert_eq!(std::fs::metadata(&out).unwrap().len(), (turns[0] + moves - 2) * RECORD_BYTES);
+
+    let only_bad = d.join("bad");
+    std::fs::create_dir_all(&only_bad).unwrap();
+    std::fs::copy(fixtures.join("other-lexicon.gcg"), only_bad.join("other-lexicon.gcg")).unwrap();
+    let out = d.join("none.frames");
+    let o = worker(&["cnn", "assemble", s(&only_bad), "--out", s(&out)]);
     assert_eq!(o.status.code(), Some(2));
-    let e = stderr(&o);
-    assert!(e.contains(&format!("two.gcg:{}", first_len + 5)), "{e}");
-    assert_eq!(e.lines().count(), 1, "{e}");
-    assert!(std::fs::read_dir(&d).unwrap().all(|f| !f.unwrap().file_name().to_string_lossy().contains("frames")));
+    assert!(stderr(&o).contains("no game in") && stderr(&o).contains("all 1 skipped"), "{}", stderr(&o));
+    assert!(
+        !out.exists()
+            && std::fs::read_dir(&d).unwrap().all(|f| !f.unwrap().file_name().to_string_lossy().contains(".tmp"))
+    );
 }
 
 #[test]

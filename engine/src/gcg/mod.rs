@@ -1,22 +1,35 @@
-//! Game logs: GCG (the standard annotated-game format) and a per-turn CSV; and a GCG reader
-//! that replays a game move by move, checking every move's legality and score.
+//! Game logs: GCG (the standard annotated-game format) and a per-turn CSV, written for our own
+//! games and read as players and other programs write them.
 //!
 //! # Design notes
 //!
-//! `write_gcg` and `write_csv` write a finished game (`record::GameRecord`); `replay` checks every
-//! move and score of a log; `game_at` builds the position after a logged turn (for `worker infer`);
-//! `replay_deal` re-plays a log on the deal it claims and requires it to write back byte for byte
-//! (the coordinator's check of uploads); `summarize` reads a log's scores, turns and bingos without
+//! Two readers for two kinds of log. `read` (module `read`) takes a log as people and other
+//! programs write it: withdrawn phonies, challenge bonuses, time penalties, partial racks, any
+//! word (the log is the record; words the lexicon lacks are warnings), checking the board's
+//! rules (`placement::check`: where tiles go, what they join, what they score) and stopping at
+//! the first line that breaks one, the turns before it kept; `game_at` (module `position`)
+//! builds the position after a turn for `worker infer`. `replay_deal` is strict: it re-plays one
+//! of our logs on the deal it claims and requires it to write back byte for byte (the
+//! coordinator's check of uploads). `write_gcg` and `write_csv` write a finished game
+//! (`record::GameRecord`); `summarize` reads one of our logs' scores, turns and bingos without
 //! replaying. A rules module: it imports no player (`engine/tests/layers.rs`).
+
+mod placement;
+mod position;
+mod read;
+
+pub use placement::{Placed, check as check_placement};
+pub use position::{At, Viewer, game_at};
+pub use read::{LoggedTurn, Replay, decode, decode_at, read, read_at, replay, replay_at};
 
 use crate::board::{ACROSS, Board, DIM};
 use crate::error::DataError;
-use crate::game::{Game, Turn};
+use crate::game::Game;
 use crate::leaves::RackLeaves;
 use crate::movegen::{Ctx, Generator, Mode, Request};
 use crate::moves::{Kind, Move, parse_coord};
 use crate::record::GameRecord;
-use crate::tiles::{Distribution, RACK_SIZE, letter_of};
+use crate::tiles::{Distribution, letter_of};
 use std::fmt::Write;
 
 /// GCG text of a game; `names[s]` names seat `s` (nicknames `p1`, `p2`).
@@ -90,188 +103,6 @@ pub fn write_csv(r: &GameRecord, names: [&str; 2], dist: &Distribution) -> Strin
 /// A CSV field as RFC 4180 writes it.
 fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
     if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")).into() } else { s.into() }
-}
-
-/// Result of replaying a GCG file.
-#[derive(Debug)]
-pub struct Replay {
-    pub board: Board,
-    pub scores: [i32; 2],
-    pub moves: usize,
-    /// Every move line, in file order.
-    pub turns: Vec<LoggedTurn>,
-    /// Whether the log has end-of-game lines (the game was finished).
-    pub ended: bool,
-}
-
-/// One move line of a log: who moved (by `#player` order), the rack shown, the move.
-#[derive(Clone, Debug)]
-pub struct LoggedTurn {
-    pub player: usize,
-    pub rack: Vec<u8>,
-    pub mv: Move,
-    /// The line in the file (from 1).
-    pub line: usize,
-}
-
-/// Replay a GCG game: every placement must be legal on the board with the listed rack, every
-/// listed score and running total must be what the rules give, and no tile may appear more
-/// often than the distribution holds.
-pub fn replay(text: &str, ctx: Ctx, source: &str) -> Result<Replay, DataError> {
-    replay_at(text, ctx, source, 1)
-}
-
-/// [`replay`] of a game whose first line is line `first_line` of `source` (a file of many
-/// games), so that errors name the file's own lines.
-pub fn replay_at(text: &str, ctx: Ctx, source: &str, first_line: usize) -> Result<Replay, DataError> {
-    let dist = ctx.dist;
-    let mut nicks: Vec<String> = Vec::new();
-    let mut board = Board::new();
-    let mut scores = [0i32; 2];
-    let mut mg = Generator::new();
-    let mut moves = 0;
-    let mut turns = Vec::new();
-    let mut ended = false;
-    for (i, raw) in text.lines().enumerate() {
-        let at = |m: String| DataError::new(format!("{source}:{}", i + first_line), m);
-        let line = raw.trim_end();
-        if let Some(rest) = line.strip_prefix("#player") {
-            let mut f = rest.split_whitespace();
-            let (Some(_), Some(nick)) = (f.next(), f.next()) else {
-                return Err(at("`#player` needs a number and a nickname".into()));
-            };
-            nicks.push(nick.to_string());
-            continue;
-        }
-        let Some(rest) = line.strip_prefix('>') else { continue };
-        let (nick, body) = rest.split_once(':').ok_or_else(|| at("expected `>nick: ...`".into()))?;
-        let p = nicks.iter().position(|n| n == nick).ok_or_else(|| at(format!("unknown player `{nick}`")))?;
-        if p > 1 {
-            return Err(at("more than two players".into()));
-        }
-        let f: Vec<&str> = body.split_whitespace().collect();
-        let num = |s: &str| s.parse::<i32>().map_err(|_| at(format!("`{s}` is not a number")));
-        // End-of-game lines: `(RACK) +N T` or `RACK (RACK) -N T`.
-        if f.iter().any(|x| x.starts_with('(')) {
-            if f.len() < 3 {
-                return Err(at("expected `(RACK) +POINTS TOTAL`".into()));
-            }
-            let (pts, total) = (num(f[f.len() - 2].trim_start_matches('+'))?, num(f[f.len() - 1])?);
-            scores[p] += pts;
-            if scores[p] != total {
-                return Err(at(format!("total {total} but the rules give {}", scores[p])));
-            }
-            ended = true;
-            continue;
-        }
-        if f.len() < 4 {
-            return Err(at("expected `RACK MOVE +SCORE TOTAL`".into()));
-        }
-        let rack = dist.parse_rack(f[0]).map_err(&at)?;
-        if rack.len() > crate::tiles::RACK_SIZE {
-            return Err(at(format!("rack `{}` has more than {} tiles", f[0], crate::tiles::RACK_SIZE)));
-        }
-        let (score, total) = (num(f[f.len() - 2].trim_start_matches('+'))?, num(f[f.len() - 1])?);
-        let mv =
-            resolve(&f[1..f.len() - 2], &rack, &board, ctx, &mut mg).map_err(|e| at(format!("{e} (rack {})", f[0])))?;
-        if mv.score != score {
-            return Err(at(format!("score {score} but the play scores {}", mv.score)));
-        }
-        scores[p] += score;
-        if scores[p] != total {
-            return Err(at(format!("total {total} but the rules give {}", scores[p])));
-        }
-        if mv.kind == Kind::Place {
-            board.place(mv.dir(), mv.lane as usize, mv.start as usize, mv.tiles(), ctx.kwg, dist);
-        }
-        turns.push(LoggedTurn { player: p, rack, mv, line: i + first_line });
-        moves += 1;
-    }
-    let used = crate::game::board_counts(&board);
-    if let Some(t) = (0..dist.size() as u8).find(|&t| used[t as usize] > dist.count(t)) {
-        return Err(DataError::new(
-            source,
-            format!("more `{}` on the board than the distribution holds", dist.rack_char(t)),
-        ));
-    }
-    Ok(Replay { board, scores, moves, turns, ended })
-}
-
-/// The game after the first `n` turns of a replayed log, for the player who moves next: the
-/// board, scores and history as logged, that player's rack `rack` (else the rack the log
-/// shows on their next turn), and the other tiles split between the opponent's rack (as many
-/// as they hold) and the bag in no particular order; a player's view (`engine::view`) hides that split.
-pub fn game_at(replay: &Replay, n: usize, rack: Option<Vec<u8>>, ctx: Ctx) -> Result<Game, String> {
-    let dist = ctx.dist;
-    if n == 0 || n > replay.turns.len() {
-        return Err(format!("turn {n}: the log has turns 1 to {}", replay.turns.len()));
-    }
-    let total: usize = (0..dist.size() as u8).map(|t| dist.count(t) as usize).sum();
-    let mut game = Game::new(dist, 0);
-    game.racks = [Vec::new(), Vec::new()];
-    let mut sizes = [RACK_SIZE; 2];
-    let mut bag = total - 2 * RACK_SIZE;
-    for t in &replay.turns[..n] {
-        let p = t.player;
-        sizes[p] = t.rack.len();
-        let mut after = t.rack.clone();
-        for u in t.mv.rack_tiles() {
-            let k = after.iter().position(|&x| x == u).ok_or("a move's tiles are not on its rack")?;
-            after.swap_remove(k);
-        }
-        if t.mv.kind == Kind::Place {
-            game.board.place(t.mv.dir(), t.mv.lane as usize, t.mv.start as usize, t.mv.tiles(), ctx.kwg, dist);
-            game.scores[p] += t.mv.score;
-            let drawn = t.mv.tiles_used().min(bag);
-            bag -= drawn;
-            sizes[p] = sizes[p] - t.mv.tiles_used() + drawn;
-        }
-        game.scoreless = if t.mv.kind == Kind::Place && t.mv.score > 0 { 0 } else { game.scoreless + 1 };
-        game.history.push(Turn {
-            player: p,
-            rack: t.rack.clone(),
-            mv: t.mv,
-            score: t.mv.score,
-            total: game.scores[p],
-            bag_after: bag,
-        });
-    }
-    let me = 1 - replay.turns[n - 1].player;
-    let mine = match rack {
-        Some(r) => r,
-        None => match replay.turns.get(n) {
-            Some(next) if next.player == me => next.rack.clone(),
-            _ => return Err(format!("turn {n}: the log shows no rack for the player who moves next; give one")),
-        },
-    };
-    let mut unseen: Vec<u8> =
-        (0..dist.size() as u8).flat_map(|t| std::iter::repeat_n(t, dist.count(t) as usize)).collect();
-    let on_board = crate::game::board_counts(&game.board);
-    for t in 0..dist.size() as u8 {
-        for _ in 0..on_board[t as usize] {
-            unseen.remove(unseen.iter().position(|&x| x == t).expect("the log's tiles fit the distribution"));
-        }
-    }
-    for &t in &mine {
-        let k = unseen
-            .iter()
-            .position(|&x| x == t)
-            .ok_or_else(|| format!("rack {}: more `{}` than are unseen", dist.rack_string(&mine), dist.rack_char(t)))?;
-        unseen.remove(k);
-    }
-    let opp = 1 - me;
-    if unseen.len() != sizes[opp] + bag {
-        return Err(format!(
-            "after turn {n}: {} tiles unseen, but the opponent holds {} and the bag {bag}",
-            unseen.len(),
-            sizes[opp]
-        ));
-    }
-    game.racks[me] = mine;
-    game.racks[opp] = unseen[..sizes[opp]].to_vec();
-    game.bag = crate::game::Bag::from_tiles(unseen[sizes[opp]..].to_vec(), 0);
-    game.on_turn = me;
-    Ok(game)
 }
 
 /// The move a GCG move field names (`8D WO.D`, `-TILES`, `-`), with its score, for `rack` on
