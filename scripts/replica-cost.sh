@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
 RUN_SECS=${RUN_SECS:-600}
 PORT=${PORT:-8090}
-R=target/release
-cargo build --release --locked -p coordinator -p worker
+# BIN=target/debug uses the debug build (the engine is optimised there too) and builds nothing.
+R=${BIN:-target/release}
+[[ -z ${BIN:-} ]] && cargo build --release --locked -p coordinator -p worker
 psql "$PGURL/postgres" -qc "drop database if exists lexhive_cost" -c "create database lexhive_cost"
 export DATABASE_URL=$PGURL/lexhive_cost
 D=$(mktemp -d)

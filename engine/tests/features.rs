@@ -36,7 +36,7 @@ fn game(cgp: &str) -> Game {
 
 fn play(game: &Game, text: &str) -> Move {
     let f: Vec<&str> = text.split_whitespace().collect();
-    resolve(&f, &game.racks[game.on_turn], &game.board, ctx(enable()), &mut Generator::new()).unwrap()
+    resolve(&f, &game.racks[game.on_turn], &game.board, ctx(enable())).unwrap()
 }
 
 fn encode(game: &Game, mv: &Move, last: Option<&Move>, leave_value: f32) -> Vec<f32> {

@@ -213,8 +213,8 @@ fn features(a: FeaturesArgs) -> Result<()> {
     let encoder = Encoder::new(&data.dist)?;
     let game = Position::parse(&a.cgp, &data.dist)?.into_game(&data.kwg, &data.dist, 0);
     let fields: Vec<&str> = a.mv.split_whitespace().collect();
-    let mv = resolve(&fields, &game.racks[0], &game.board, ctx, &mut Generator::new())
-        .map_err(|e| anyhow::anyhow!("--move `{}`: {e}", a.mv))?;
+    let mv =
+        resolve(&fields, &game.racks[0], &game.board, ctx).map_err(|e| anyhow::anyhow!("--move `{}`: {e}", a.mv))?;
     let mut unseen = Vec::new();
     let before = Before::of_game(&game, &mut unseen, None);
     let leave_value = klv.as_ref().map_or(0.0, |k| k.value(&mv.leave(&game.racks[0])));

@@ -25,8 +25,7 @@ pub use read::{LoggedTurn, Replay, decode, decode_at, read, read_at, replay, rep
 use crate::board::{ACROSS, Board, DIM};
 use crate::error::DataError;
 use crate::game::Game;
-use crate::leaves::RackLeaves;
-use crate::movegen::{Ctx, Generator, Mode, Request};
+use crate::movegen::{Ctx, Generator};
 use crate::moves::{Kind, Move, parse_coord};
 use crate::record::GameRecord;
 use crate::tiles::{Distribution, letter_of};
@@ -106,42 +105,41 @@ fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The move a GCG move field names (`8D WO.D`, `-TILES`, `-`), with its score, for `rack` on
-/// `board`; a placement must be one the generator finds.
-pub fn resolve(text: &[&str], rack: &[u8], board: &Board, ctx: Ctx, mg: &mut Generator) -> Result<Move, String> {
+/// `board`; a placement must be legal: its tiles on the rack, placed by the board's rules
+/// (`placement::check`), every word it forms in the lexicon. No move is generated, so checking a
+/// logged move costs a few lookups, not a search (the coordinator checks every uploaded game
+/// this way); `engine/tests/gcg.rs` holds it to the move generator.
+pub fn resolve(text: &[&str], rack: &[u8], board: &Board, ctx: Ctx) -> Result<Move, String> {
     let dist = ctx.dist;
+    let take = |tiles: &mut dyn Iterator<Item = u8>| -> Result<(), String> {
+        let mut left = rack.to_vec();
+        for t in tiles {
+            let k = left
+                .iter()
+                .position(|&u| u == t)
+                .ok_or_else(|| format!("`{}` is not on the rack {}", dist.rack_char(t), dist.rack_string(rack)))?;
+            left.swap_remove(k);
+        }
+        Ok(())
+    };
     match text {
         ["-"] => Ok(Move::PASS),
         [x] if x.starts_with('-') => {
             let tiles = dist.parse_rack(&x[1..])?;
-            let mut left = rack.to_vec();
-            for t in &tiles {
-                let k = left
-                    .iter()
-                    .position(|u| u == t)
-                    .ok_or_else(|| format!("exchanged `{}` not on the rack", dist.rack_char(*t)))?;
-                left.swap_remove(k);
-            }
+            take(&mut tiles.iter().copied())?;
             Ok(Move::exchange(&tiles))
         }
         [coord, word] => {
-            let wanted = parse_placement(coord, word, board, dist)?;
-            let leaves = RackLeaves::new(rack, |_| 0);
-            let req = Request { board, rack, leaves: &leaves, can_exchange: true, opening_vowel_penalty: 0 };
-            let all = mg.generate(ctx, &req, Mode::All);
-            let one_tile = |m: &Move| {
-                m.tiles_used() == 1 && wanted.tiles_used() == 1 && placed_squares(m) == placed_squares(&wanted)
-            };
-            all.iter()
-                .find(|m| {
-                    m.kind == Kind::Place
-                        && m.dir == wanted.dir
-                        && m.lane == wanted.lane
-                        && m.start == wanted.start
-                        && m.tiles() == wanted.tiles()
-                })
-                .or_else(|| all.iter().find(|m| one_tile(m)))
-                .copied()
-                .ok_or_else(|| format!("`{coord} {word}` is not a legal play"))
+            let mut mv = parse_placement(coord, word, board, dist)?;
+            let play = format!("{coord} {word}");
+            let placed = placement::check(board, &mv, ctx).map_err(|e| format!("`{play}` is not a legal play: {e}"))?;
+            take(&mut mv.rack_tiles()).map_err(|e| format!("`{play}`: {e}"))?;
+            if let Some(w) = placed.words.iter().find(|w| !ctx.kwg.contains(w)) {
+                let w: String = w.iter().map(|&t| dist.rack_char(t)).collect();
+                return Err(format!("`{play}` forms {w}, which the lexicon lacks"));
+            }
+            mv.score = placed.score;
+            Ok(mv)
         }
         _ => Err("cannot read the move".into()),
     }
@@ -165,10 +163,10 @@ pub fn replay_deal(text: &str, ctx: Ctx, deal_seed: u64, names: [&str; 2], sourc
         if f.len() < 4 {
             return Err(at("expected `>nick: RACK MOVE +SCORE TOTAL`".into()));
         }
-        let mv = resolve(&f[1..f.len() - 2], &game.racks[game.on_turn], &game.board, ctx, &mut mg)
+        let mv = resolve(&f[1..f.len() - 2], &game.racks[game.on_turn], &game.board, ctx)
             .map_err(|e| at(format!("{e} with the dealt rack {}", ctx.dist.rack_string(&game.racks[game.on_turn]))))?;
-        // A placement came out of the generator for this rack on this board, so it is legal;
-        // exchanges and passes still answer to the game's rules (the bag's size).
+        // A placement `resolve` accepts is legal for this rack on this board; exchanges and
+        // passes still answer to the game's rules (the bag's size).
         if mv.kind != Kind::Place {
             game.check(ctx, &mv, &mut mg).map_err(|e| at(e.to_string()))?;
         }
@@ -230,16 +228,6 @@ pub fn summarize(text: &str, source: &str) -> Result<Summary, DataError> {
         }
     }
     Ok(s)
-}
-
-fn placed_squares(m: &Move) -> Vec<(usize, usize, u8)> {
-    let (row, col) = m.origin();
-    m.tiles()
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| **t != 0)
-        .map(|(k, &t)| if m.dir() == ACROSS { (row, col + k, t) } else { (row + k, col, t) })
-        .collect()
 }
 
 /// Read `8D WO.D` / `D8 WORD` against the board: `.` or a letter matching the board is a
