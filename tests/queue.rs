@@ -168,20 +168,32 @@ async fn queue_rules() -> Result<()> {
         .await;
     assert_eq!(s, 422);
 
-    // `worker submit` relays the coordinator's refusal and exits non-zero.
+    // `worker submit` refuses a bad file itself, naming the file and field; it relays what
+    // only the coordinator can refuse (an artifact it does not hold); both exit non-zero.
+    let submit = |file: &std::path::Path| {
+        std::process::Command::new(bin("worker"))
+            .arg("submit")
+            .arg(file)
+            .args(["--coordinator", &coord.url, "--token", &researcher])
+            .output()
+    };
     let bad = experiment_file(&dir.0, "bad.toml", &ONE_CELL.replace("greedy", "alphazero"));
-    let out = std::process::Command::new(bin("worker"))
-        .arg("submit")
-        .arg(&bad)
-        .args(["--coordinator", &coord.url, "--token", &researcher])
-        .output()?;
+    let out = submit(&bad)?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.toml: match.bot2: unknown bot `alphazero`") && !err.contains("422"), "{err}");
+    assert!(out.stdout.is_empty());
+    let sha = "ab".repeat(32);
+    let absent = experiment_file(&dir.0, "absent.toml", &format!("{ONE_CELL}[artifacts]\nleaves = \"{sha}\"\n"));
+    let out = submit(&absent)?;
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("bad.toml") && err.contains("match.bot2: unknown bot `alphazero`") && err.contains("422"),
+        err.contains("absent.toml")
+            && err.contains("422")
+            && err.contains(&format!("artifacts.leaves: no leaves artifact with sha256 {sha}")),
         "{err}"
     );
-    assert!(out.stdout.is_empty());
 
     let (s, v) = api.submit(r, ONE_CELL).await;
     assert_eq!(s, 200, "{v}");

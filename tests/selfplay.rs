@@ -158,6 +158,20 @@ async fn selfplay_games_are_kept_in_the_log_store_and_download_as_training_data(
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--log-store `gs://bucket/logs`: a folder or s3://BUCKET/PREFIX"), "{err}");
+    // The store is an option of the commands that touch logs, and of no other.
+    let help = |args: &[&str]| -> anyhow::Result<String> {
+        Ok(String::from_utf8_lossy(&Command::new(bin("coordinator")).args(args).output()?.stdout).into_owned())
+    };
+    for (args, has) in [
+        (&["serve", "--help"][..], true),
+        (&["migrate", "--help"], true),
+        (&["export", "--help"], true),
+        (&["logs", "gc", "--help"], true),
+        (&["token", "--help"], false),
+        (&["owner", "list", "--help"], false),
+    ] {
+        assert_eq!(help(args)?.contains("--log-store"), has, "{args:?}");
+    }
     drop(coord);
     db.drop_db().await
 }

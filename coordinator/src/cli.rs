@@ -14,22 +14,38 @@ pub struct Cli {
     /// Postgres connection string.
     #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
     database_url: Option<String>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+/// The log store, for the commands that read or write games' logs.
+#[derive(clap::Args)]
+struct LogStoreArg {
     /// Where games' logs are kept: a folder (created if missing), or `s3://BUCKET/PREFIX` for
     /// an S3-compatible store configured by the `AWS_*` variables (`AWS_ENDPOINT`,
     /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ALLOW_HTTP`). Every
     /// coordinator of one database must name the same store.
-    #[arg(long, env = "LEXHIVE_LOG_STORE", global = true, default_value = "lexhive-logs")]
+    #[arg(long, env = "LEXHIVE_LOG_STORE", default_value = "lexhive-logs")]
     log_store: String,
-    #[command(subcommand)]
-    cmd: Cmd,
+}
+
+impl LogStoreArg {
+    fn open(&self) -> Result<logstore::LogStore> {
+        Ok(logstore::LogStore::open(&self.log_store)?)
+    }
 }
 
 #[derive(Subcommand)]
 enum Cmd {
     /// Apply the database migrations (and move logs still kept in Postgres to the log store).
-    Migrate,
+    Migrate(LogStoreArg),
     /// Serve the API and dashboards (migrates first).
-    Serve(ServeArgs),
+    Serve {
+        #[command(flatten)]
+        store: LogStoreArg,
+        #[command(flatten)]
+        args: ServeArgs,
+    },
     /// Manage bearer tokens.
     Token {
         #[command(subcommand)]
@@ -60,6 +76,8 @@ enum Cmd {
         /// Where to write (a temporary file beside it is renamed into place at the end).
         #[arg(long)]
         out: PathBuf,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// The log store: remove logs no result names.
     Logs {
@@ -101,6 +119,8 @@ enum LogsCmd {
         /// Hours an unnamed log is kept (an upload stores its logs before recording its result).
         #[arg(long, default_value_t = 24)]
         older_than_hours: u32,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
 }
 
@@ -280,16 +300,15 @@ fn fraction(s: &str) -> std::result::Result<f64, String> {
 
 pub async fn run(cli: Cli) -> Result<()> {
     let url = cli.database_url.as_deref();
-    let logs = || logstore::LogStore::open(&cli.log_store);
     match cli.cmd {
-        Cmd::Migrate => {
+        Cmd::Migrate(store) => {
             let db = db::connect(url, 2).await?;
-            db::migrate(&db, &logs()?).await?;
+            db::migrate(&db, &store.open()?).await?;
             println!("migrations applied");
         }
-        Cmd::Serve(args) => server::serve(url, logs()?, args).await?,
-        Cmd::Logs { cmd: LogsCmd::Gc { older_than_hours } } => {
-            let (db, logs) = (db::migrated(url).await?, logs()?);
+        Cmd::Serve { store, args } => server::serve(url, store.open()?, args).await?,
+        Cmd::Logs { cmd: LogsCmd::Gc { older_than_hours, store } } => {
+            let (db, logs) = (db::migrated(url).await?, store.open()?);
             let grace = chrono::Duration::hours(older_than_hours.into());
             let (kept, removed) = logstore::gc(&db, &logs, grace).await?;
             println!("{} logs kept, {removed} removed", kept);
@@ -378,8 +397,8 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             println!("{cells} cells recomputed, {} differed", fixed.len());
         }
-        Cmd::Export { experiment, out } => {
-            let (db, logs) = (db::connect(url, 2).await?, logs()?);
+        Cmd::Export { experiment, out, store } => {
+            let (db, logs) = (db::connect(url, 2).await?, store.open()?);
             let batches = export::logged_batches(&db, experiment)
                 .await
                 .map_err(|e| anyhow::anyhow!(e.message))?

@@ -16,12 +16,6 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Search for best moves with the word graph alone, without the word map (which holds
-    /// every word by its letters: ~85 MB for ENABLE, built in 0.4-1 s on first use; it makes
-    /// racks holding a blank several times faster). For machines short of memory; the moves
-    /// found are the same.
-    #[arg(long, global = true)]
-    no_word_map: bool,
 }
 
 #[derive(Subcommand)]
@@ -89,7 +83,6 @@ pub fn command() -> clap::Command {
 /// reasons to give up have their own statuses: README.md).
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    engine::movegen::set_word_map(!cli.no_word_map);
     let result = match cli.command {
         Command::Volunteer(a) => volunteer::run(a),
         Command::Submit(a) => submit::run(a),

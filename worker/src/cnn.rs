@@ -112,7 +112,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
 
 /// Frames of real positions to time the net on: every move of a few self-play turns.
 fn bench_frames(count: usize) -> Result<Vec<f32>> {
-    let data = DataArgs { lexicon: None, dist: None, layout: None }.load()?;
+    let data = DataArgs::default().load()?;
     let ctx = data.ctx();
     let encoder = Encoder::new(&data.dist)?;
     let mut game = engine::game::Game::new(&data.dist, 7);

@@ -18,6 +18,11 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let text = std::fs::read_to_string(&a.file).with_context(|| format!("{}: cannot read", a.file.display()))?;
+    // Checked here first, so that a bad file is refused with its line and field whatever the
+    // coordinator's state; the coordinator checks it again.
+    shared::experiment::ExperimentSpec::parse(&text)
+        .and_then(|spec| spec.cells())
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.file.display()))?;
     let client = Client::new(&a.coordinator, Some(a.token.resolve(&a.coordinator)?))?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let s: Submitted = rt

@@ -743,3 +743,20 @@ fn infer_reads_turns_of_games_as_people_write_them() {
     let o = infer(&annotated, "2", &["--rack", ""]);
     assert!(o.status.success() && stderr(&o).contains("unknown (--rack '')"), "{}", stderr(&o));
 }
+
+/// An option shows in the help of the commands it applies to, and of no other.
+#[test]
+fn the_word_map_option_is_on_the_commands_that_play() {
+    for (args, has) in [
+        (&["autoplay", "--help"][..], true),
+        (&["volunteer", "--help"], true),
+        (&["movegen", "--help"], true),
+        (&["submit", "--help"], false),
+        (&["experiments", "login", "--help"], false),
+        (&["owner", "--help"], false),
+    ] {
+        let o = worker(args);
+        assert!(o.status.success(), "{args:?}");
+        assert_eq!(stdout(&o).contains("--no-word-map"), has, "{args:?}");
+    }
+}

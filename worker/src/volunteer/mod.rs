@@ -63,6 +63,8 @@ pub struct Args {
     /// Where CNN bots' nets run. Without ONNX Runtime this worker is sent no CNN batches.
     #[command(flatten)]
     net: crate::nets::NetArgs,
+    #[command(flatten)]
+    word_map: crate::data::WordMapArg,
     /// Do not load ONNX Runtime: the coordinator sends this worker no CNN batches.
     #[arg(long)]
     no_cnn: bool,
@@ -113,6 +115,7 @@ impl Exit {
 const MAX_IDLE_WAIT: Duration = Duration::from_secs(30);
 
 pub fn run(a: Args) -> Result<()> {
+    a.word_map.apply();
     if a.endgame_table_mb == 0 || a.endgame_table_mb > 1 << 20 {
         bail!("--endgame-table-mb: 1 to 1048576");
     }
