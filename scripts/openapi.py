@@ -90,7 +90,7 @@ det=dict(schemas["Summary"]); det=json.loads(json.dumps(det))
 det["properties"].update({"spec":{"type":"object","description":"the experiment file as parsed"},
   "cells":arr(ref("CellView")),"batches":{"type":"object","additionalProperties":{"type":"integer"},
   "description":"batches by state: queued, leased, done, parked, cancelled"},
-  "parked":arr(ref("ParkedBatch")),"contributors":arr(ref("Contributor")),"output_sha256":null(S()),
+  "parked":arr(ref("ParkedBatch")),"waiting_for_others":I("queued batches only a worker of another owner may take (replicas, cross-checks)"),"contributors":arr(ref("Contributor")),"output_sha256":null(S()),
   "needs":arr(S(enum=["onnx","cuda"]),None,"what a worker must run to be given its batches: onnx (a CNN bot), cuda (a GPU)"),
   "log_bytes":I("the counted games' logs (GCG and CSV), gzip-compressed, in the log store"),
   "generations":arr(ref("Generation"),None,"a run that improves itself (kind leaves): each generation's artifact, in order; the last is the run's result")})

@@ -286,3 +286,29 @@ async fn a_sybil_pair_cannot_agree_a_wrong_value() -> Result<()> {
     drop(coord);
     db.drop_db().await
 }
+
+/// An endgame set that asks for cross-checks, on the machines of one owner: every first solve
+/// is done, the cross-checks wait for a worker of another owner, and both the volunteer and the
+/// experiment's page and JSON say so (a demo with one volunteer used to wait without a word).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cross_checks_wait_for_another_owner_and_say_so() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
+    let token = researcher_token(&db.url)?;
+    let dir = Scratch::new("endgames-one-owner");
+    let set = SET.replace("count = 10, extra = 4", "count = 3, extra = 2");
+    let id = submit(&coord.url, &token, &experiment_file(&dir.0, "set.toml", &set))?;
+    let home = dir.0.join("v");
+    let mut v = volunteer(&coord.url, "alone", &home, &["--exit-when-idle"])?;
+    let status = tokio::task::spawn_blocking(move || v.wait()).await??;
+    assert!(status.success());
+    let said = std::fs::read_to_string(home.join("volunteer.log"))?;
+    assert!(said.contains("3 queued batches wait for a worker of another owner"), "{said}");
+    let e = get_json(&format!("{}/api/v1/experiments/{id}", coord.url)).await?;
+    assert_eq!((e["status"].as_str(), e["waiting_for_others"].as_i64()), (Some("running"), Some(3)), "{e}");
+    check_documented(&coord.url, "/experiments/{id}", &format!("/experiments/{id}")).await?;
+    let page = reqwest::get(format!("{}/experiments/{id}", coord.url)).await?.text().await?;
+    assert!(page.contains("3 of the queued batches wait for a worker of another owner"), "{page}");
+    drop(coord);
+    db.drop_db().await
+}

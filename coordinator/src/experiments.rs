@@ -362,6 +362,10 @@ pub struct Detail {
     /// Batches by state: queued, leased, done, parked, cancelled.
     pub batches: serde_json::Map<String, serde_json::Value>,
     pub parked: Vec<ParkedBatch>,
+    /// Queued batches that only a worker of another owner may take: replicas and cross-checks
+    /// are never played by the group whose work they check, so a pool of one owner cannot
+    /// finish them.
+    pub waiting_for_others: i64,
     /// Workers that recorded results for this experiment, most games first.
     pub contributors: Vec<Contributor>,
     /// The artifact the experiment made (a wintable experiment's fitted table), by sha256.
@@ -565,6 +569,12 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     .bind(id)
     .fetch_all(db)
     .await?;
+    let (waiting_for_others,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM batches WHERE experiment_id = $1 AND state = 'queued' AND (trusted_only OR cardinality(exclude_groups) > 0)",
+    )
+    .bind(id)
+    .fetch_one(db)
+    .await?;
     let contributors = sqlx::query_as(
         "SELECT w.id AS worker_id, w.name, sum(r.games)::bigint AS games, count(*) AS batches FROM batch_results r JOIN workers w ON w.id = r.worker_id
          WHERE r.experiment_id = $1 GROUP BY w.id, w.name ORDER BY 3 DESC, w.name",
@@ -599,6 +609,7 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
         cells,
         batches,
         parked,
+        waiting_for_others,
         contributors,
         output_sha256,
         needs,

@@ -250,7 +250,11 @@ pub async fn claim(
         seen.record(&mut tx).await?;
         tx.commit().await?;
         // An untrusted owner at its cap: its other lease will end, and work may be left then.
-        return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS, unfinished: !trusted }));
+        return Ok(Json(ClaimResponse::Idle {
+            retry_after_ms: IDLE_RETRY_MS,
+            unfinished: !trusted,
+            waiting_for_others: 0,
+        }));
     }
     let lease = Uuid::new_v4();
     // Batches put back in the queue (expired, released, awaiting a replica) go first: they are
@@ -292,9 +296,10 @@ pub async fn claim(
     }
     let Some(batch) = batch else {
         let unfinished = leased_to_others(&mut tx, worker, standing.group, &kinds, &caps).await?;
+        let waiting_for_others = waiting_for_others(&mut tx, standing.group, trusted, &kinds, &caps).await?;
         seen.record(&mut tx).await?;
         tx.commit().await?;
-        return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS, unfinished }));
+        return Ok(Json(ClaimResponse::Idle { retry_after_ms: IDLE_RETRY_MS, unfinished, waiting_for_others }));
     };
     let spec = batch_spec(&mut tx, batch, st.cfg.lease_secs).await?;
     seen.record(&mut tx).await?;
@@ -325,6 +330,29 @@ async fn leased_to_others(
     .fetch_one(&mut **tx)
     .await?;
     Ok(any)
+}
+
+/// Queued batches of the kinds a worker runs that it may not take: its group played what they
+/// check, or they go to trusted workers and it is not one.
+async fn waiting_for_others(
+    tx: &mut Transaction<'_, Postgres>,
+    group: Uuid,
+    trusted: bool,
+    kinds: &[String],
+    caps: &[String],
+) -> Result<u64> {
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM batches b JOIN experiments e ON e.id = b.experiment_id
+         WHERE b.state = 'queued' AND ($1 = ANY (b.exclude_groups) OR b.trusted_only AND NOT $2)
+           AND e.kind = ANY ($3) AND e.needs <@ $4",
+    )
+    .bind(group)
+    .bind(trusted)
+    .bind(kinds)
+    .bind(caps)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(n as u64)
 }
 
 /// What a claim says of its worker, recorded on its row.

@@ -193,6 +193,11 @@ pub enum ClaimResponse {
         /// leases run out: a volunteer told to exit when idle waits for it.
         #[serde(default)]
         unfinished: bool,
+        /// Queued batches of the kinds this worker runs that it may not take because its owner
+        /// played what they check (replicas, cross-checks) or it is not trusted: they wait for
+        /// a worker of another owner.
+        #[serde(default)]
+        waiting_for_others: u64,
     },
 }
 
@@ -325,7 +330,9 @@ mod tests {
 
     #[test]
     fn claim_response_is_tagged() {
-        let idle = serde_json::to_value(ClaimResponse::Idle { retry_after_ms: 5, unfinished: true }).unwrap();
+        let idle =
+            serde_json::to_value(ClaimResponse::Idle { retry_after_ms: 5, unfinished: true, waiting_for_others: 0 })
+                .unwrap();
         assert_eq!((idle["status"].as_str(), idle["unfinished"].as_bool()), (Some("idle"), Some(true)));
         // A coordinator of an earlier build says nothing of others' leases.
         let old: ClaimResponse = serde_json::from_str(r#"{"status": "idle", "retry_after_ms": 5}"#).unwrap();

@@ -133,6 +133,19 @@ pub fn batch_counts(d: &Detail) -> Markup {
     html! { "batches: " (n("done")) " done, " (n("leased")) " leased, " (n("queued")) " queued, " (n("parked")) " parked" }
 }
 
+/// Why queued work is not being played, where it waits for a worker of another owner.
+pub fn waits(d: &Detail) -> Markup {
+    html! {
+        @if d.waiting_for_others > 0 {
+            p.waits #waits {
+                (d.waiting_for_others) " of the queued batches wait for a worker of another owner: a replica or a \
+                 cross-check is never played by the owner whose work it checks, so the machines of one owner cannot \
+                 finish them (the volunteers say so too)."
+            }
+        }
+    }
+}
+
 pub fn contributors(d: &Detail, counted: &str) -> Markup {
     html! {
         @if !d.contributors.is_empty() {

@@ -190,6 +190,7 @@ fn page(d: &Detail, e: &EndgameSpec, rows: &[SolveRow]) -> Html<String> {
             " · disagreements " span #disagreements { (disputed.len()) }
             " · " (first_solves.filter(|r| r.exact && !r.skipped).count()) " exact"
         }
+        (crate::dashboard::waits(d))
         h2 { "Time to solve (first solves)" }
         (plots::solve_times(&hist, &bucket_labels))
         @if !disputed.is_empty() {

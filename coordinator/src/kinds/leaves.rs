@@ -9,7 +9,7 @@
 
 use super::{Batch, Served, Tx, Upload, matches};
 use crate::dashboard::{
-    batch_counts, contributors, live, page as frame, pct, plots, progress, rate, status, thousands,
+    batch_counts, contributors, live, page as frame, pct, plots, progress, rate, status, thousands, waits,
 };
 use crate::error::{Error, Result};
 use crate::experiments::{self, CellView, Detail};
@@ -260,6 +260,7 @@ async fn page(st: &AppState, d: &Detail, spec: &LeavesSpec) -> Result<Html<Strin
         }
         @if !d.spec.description.is_empty() { p { (d.spec.description) } }
         p #progress { (progress(s.games, s.target_games)) " games · " (rate(s.games_per_hour, "games")) " · " (batch_counts(d)) }
+        (waits(d))
         @if !rated.is_empty() {
             h2 { "Strength by generation: win rate of " (RATED[0]) " against " (RATED[1]) ", with 95% intervals" }
             (plots::winrate(&rated.iter().map(|c| (*c).clone()).collect::<Vec<_>>(), &labels, "generation", RATED[0]))

@@ -6,7 +6,7 @@
 use super::{Batch, Served, Tx, Upload};
 use crate::dashboard::{
     batch_counts, cell_label, cell_progress, contributors, live, needs_text, page as frame, pct, plots, progress, rate,
-    short_label, status, thousands,
+    short_label, status, thousands, waits,
 };
 use crate::error::{Error, Result};
 use crate::experiments::{self, Detail};
@@ -128,6 +128,7 @@ pub async fn page(st: &AppState, d: &Detail, spec: &MatchSpec, selfplay: bool) -
         @if !d.spec.description.is_empty() { p { (d.spec.description) } }
         @if !d.needs.is_empty() { p #needs { (needs_text(&d.needs)) } }
         p #progress { (progress(s.games, s.target_games)) " games · " (rate(s.games_per_hour, "games")) " · " (batch_counts(d)) }
+        (waits(d))
         @if selfplay { (training_data(d)) }
         h2 { "Win rate of " (bot1) ", with 95% intervals" }
         (plots::winrate(&d.cells, &labels, if axes_title.is_empty() { "cell" } else { &axes_title }, bot1))

@@ -6,7 +6,7 @@
 //! a restart.
 
 use super::{Batch, Served, Tx, Upload, matches};
-use crate::dashboard::{batch_counts, contributors, live, page as frame, plots, progress, rate, thousands};
+use crate::dashboard::{batch_counts, contributors, live, page as frame, plots, progress, rate, thousands, waits};
 use crate::error::{Error, Result};
 use crate::experiments::{self, Detail, Tuning};
 use crate::results::{Settled, settle_replicated};
@@ -155,6 +155,7 @@ async fn page(st: &AppState, d: &Detail, spec: &TuneSpec) -> Result<Html<String>
         }
         @if !d.spec.description.is_empty() { p { (d.spec.description) } }
         p #progress { (progress(s.games, s.target_games)) " games · " (rate(s.games_per_hour, "games")) " · " (batch_counts(d)) }
+        (waits(d))
         h2 { "Parameters" }
         table #params {
             tr { th { "parameter" } th { "start" } th { "bounds" } th { "perturbation c" } th { "now" } }

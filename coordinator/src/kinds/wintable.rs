@@ -146,6 +146,7 @@ async fn page(st: &AppState, d: &Detail, w: &WintableSpec) -> Result<Html<String
             " wintable: " (w.games) " static-vs-static games, seed " (d.spec.seed) ", every position counted by tiles unseen and spread"
         }
         p #progress { (progress(s.games, s.target_games)) " games · " (rate(s.games_per_hour, "games")) }
+        (crate::dashboard::waits(d))
         @if !h.games.is_empty() {
             h2 { "Throughput" }
             (plots::throughput(&h, "games"))

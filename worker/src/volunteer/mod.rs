@@ -168,6 +168,8 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
     // Consecutive "no work" answers stretch the wait, so idle volunteers cost the coordinator
     // little; work resets it.
     let mut idle_wait: Option<Duration> = None;
+    // The last count of queued batches said to wait for another owner's worker.
+    let mut last_waiting = 0;
     let mut shed = false;
     // The previous batch's upload, running while the next batch plays.
     let mut uploading: Option<tokio::task::JoinHandle<()>> = None;
@@ -197,7 +199,7 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
-            Ok(Claimed::Idle { retry_after_ms, unfinished }) => {
+            Ok(Claimed::Idle { retry_after_ms, unfinished, waiting_for_others }) => {
                 // The upload in flight may be what finishes a cell and frees the next work.
                 if uploading.is_some() {
                     uploaded(&mut uploading).await;
@@ -224,6 +226,13 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
                     let settled = if wait >= MAX_IDLE_WAIT { " (and every ~30 s until there is)" } else { "" };
                     eprintln!("no work for this worker; asking again in ~{:.1} s{settled}", wait.as_secs_f64());
                 }
+                // Said whenever the count changes: why the queue is not empty yet nothing comes.
+                if waiting_for_others != last_waiting && waiting_for_others > 0 {
+                    eprintln!(
+                        "{waiting_for_others} queued batches wait for a worker of another owner: replicas and cross-checks of this owner's work, which its own machines never play"
+                    );
+                }
+                last_waiting = waiting_for_others;
                 idle_wait = Some(wait);
                 nap(wait, &quit).await;
                 continue;
@@ -389,6 +398,8 @@ enum Claimed {
         retry_after_ms: u64,
         /// Others' leases hold work this worker could do (`ClaimResponse::Idle`).
         unfinished: bool,
+        /// Queued batches only a worker of another owner may take.
+        waiting_for_others: u64,
     },
     /// A leased batch this build cannot decode (a job kind or field added since it was built).
     Unknown {
@@ -405,7 +416,9 @@ fn decode_claim(v: serde_json::Value) -> Result<Claimed, ClientError> {
     if let Ok(r) = serde_json::from_value::<ClaimResponse>(v.clone()) {
         return Ok(match r {
             ClaimResponse::Batch(b) => Claimed::Batch(b),
-            ClaimResponse::Idle { retry_after_ms, unfinished } => Claimed::Idle { retry_after_ms, unfinished },
+            ClaimResponse::Idle { retry_after_ms, unfinished, waiting_for_others } => {
+                Claimed::Idle { retry_after_ms, unfinished, waiting_for_others }
+            }
         });
     }
     let id = |field: &str| v.get(field).and_then(|x| x.as_str()).and_then(|x| x.parse().ok());
@@ -633,7 +646,7 @@ mod tests {
         known["job"] = serde_json::json!({ "kind": "match", "bot1": "static", "bot2": "greedy", "seed": 1, "first_pair": 0, "pairs": 2 });
         assert!(matches!(decode_claim(known), Ok(Claimed::Batch(b)) if b.job.units() == 2));
         let idle = decode_claim(serde_json::json!({ "status": "idle", "retry_after_ms": 5 }));
-        assert!(matches!(idle, Ok(Claimed::Idle { retry_after_ms: 5, unfinished: false })));
+        assert!(matches!(idle, Ok(Claimed::Idle { retry_after_ms: 5, unfinished: false, waiting_for_others: 0 })));
         assert!(decode_claim(serde_json::json!({ "status": "party" })).is_err());
     }
 }
