@@ -33,7 +33,10 @@ schemas={
    "created_at":TIME,"finished_at":null(TIME),"cells":I(),
    "games":I("done so far, in `counted`"),"target_games":I("the whole experiment in `counted`; a cell that ended early on its own verdict (SPRT, bots alike) counts what it did, one a researcher stopped keeps its target"),
    "counted":S("what `games` counts",enum=["games","positions"]),
-   "games_per_hour":N("while running: over the last 15 minutes; once over: from start to finish")}),
+   "games_per_hour":N("while running: over the last 15 minutes; once over: from start to finish"),
+   "result":null(S("the result in a line: a match's win rate with its 95% interval (a grid's best cell's), a leave-table run's latest rating against greedy; null for kinds whose result is a table")),
+   "llr":null(N("a one-cell SPRT's log-likelihood ratio")),
+   "llr_bounds":{"type":["array","null"],"items":N(),"minItems":2,"maxItems":2,"description":"the SPRT's lower and upper bounds"}}),
  "MatchTally": obj({
    "games":I(),"wins":I(),"draws":I(),"losses":I(),
    "pair_points":arr(I(),5,"complete pairs by the first bot's half-points over both legs: 0..4"),

@@ -133,6 +133,28 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     assert_eq!(count(&list, "class=\"experiment\""), 4, "{list}");
     assert!(list.contains("dashboard grid") && list.contains("dashboard sprt"));
     assert!(list.contains(&format!("href=\"/experiments/{grid}\"")));
+    // Each experiment's result and its SPRT's LLR, in the JSON, on the index and in the CLI: the
+    // SPRT run's one cell, the grid's best cell.
+    let (llr, lo, hi) =
+        (s["llr"].as_f64().unwrap(), s["llr_bounds"][0].as_f64().unwrap(), s["llr_bounds"][1].as_f64().unwrap());
+    assert!((llr - cell["sprt_llr"].as_f64().unwrap()).abs() < 1e-9 && llr <= lo && lo < hi, "{s}");
+    let rate = format!("{:.1}%", 100.0 * cell["win_rate"].as_f64().unwrap());
+    assert!(s["result"].as_str().unwrap().starts_with(&rate), "{s}");
+    let best = g["cells"].as_array().unwrap().iter().filter_map(|c| c["win_rate"].as_f64()).fold(0.0, f64::max);
+    assert!(g["result"].as_str().unwrap().contains(&format!("{:.1}%", 100.0 * best)), "{g}");
+    assert!(g["llr"].is_null() && sm["result"] == "bots are identical on these deals", "{g} {sm}");
+    let row = |id: uuid::Uuid| {
+        let at = list.find(&format!("data-id=\"{id}\"")).unwrap();
+        list[at..at + list[at..].find("</tr>").unwrap()].to_string()
+    };
+    assert!(row(sprt).contains(&format!("<td class=\"llr\">{llr:.2} ({lo:.2}, {hi:.2})</td>")), "{}", row(sprt));
+    assert!(row(sprt).contains(&format!("<td class=\"result\">{rate}")), "{}", row(sprt));
+    let out = std::process::Command::new(bin("worker"))
+        .args(["experiments", "list", "--coordinator", &coord.url])
+        .output()?;
+    let out = String::from_utf8_lossy(&out.stdout);
+    let line = out.lines().find(|l| l.starts_with(&sprt.to_string())).unwrap();
+    assert!(line.contains(&rate) && line.contains(&format!("{llr:.2} ({lo:.2}, {hi:.2})")), "{out}");
     assert_eq!(count(&list, "<span class=\"status finished\">finished</span>"), 4);
     assert!(list.contains("games/s") || list.contains("games/min"), "rates in a unit that reads: {list}");
     assert!(!list.contains("http-equiv=\"refresh\""), "finished pages stop reloading");

@@ -309,6 +309,13 @@ async fn cross_checks_wait_for_another_owner_and_say_so() -> Result<()> {
     check_documented(&coord.url, "/experiments/{id}", &format!("/experiments/{id}")).await?;
     let page = reqwest::get(format!("{}/experiments/{id}", coord.url)).await?.text().await?;
     assert!(page.contains("3 of the queued batches wait for a worker of another owner"), "{page}");
+    // `worker experiments show` speaks of positions, not games won and lost, and of the wait.
+    let out = std::process::Command::new(bin("worker"))
+        .args(["experiments", "show", &id.to_string(), "--coordinator", &coord.url])
+        .output()?;
+    let out = String::from_utf8_lossy(&out.stdout);
+    assert!(out.contains("positions") && !out.contains("W-D-L") && !out.contains("win rate"), "{out}");
+    assert!(out.contains("3 queued batches wait for a worker of another owner"), "{out}");
     drop(coord);
     db.drop_db().await
 }

@@ -64,7 +64,10 @@ async fn researchers_list_show_reprioritise_and_stop_from_the_terminal() -> Resu
     ensure!(lines.len() == 3 && lines[1].starts_with("0,0,0,0,0,,,,running,"), "{csv}");
     ensure!(lines[2].contains("\"bot2=softmax:t=2,bag=30\""), "a field with commas is quoted: {csv}");
     // And a column of its own for each grid axis.
-    ensure!(lines[0].ends_with(",cell_id,axis.bot2"), "{csv}");
+    ensure!(lines[0].ends_with(",target_games,cell_id,axis.bot2"), "{csv}");
+    // Progress as the pages and the CLI count it: done (`games`) against `target_games`.
+    let target = |line: &str| line.rsplit(',').nth(2).map(str::to_string);
+    ensure!(target(lines[1]).as_deref() == Some("40"), "{csv}");
     ensure!(lines[1].ends_with(",greedy") && lines[2].ends_with(",\"softmax:t=2,bag=30\""), "{csv}");
 
     // Stop: the stranger is refused, the owner stops it, a second stop says why it cannot.

@@ -23,6 +23,7 @@ use shared::kinds::{JobKind, matches};
 use shared::protocol::Submitted;
 use shared::stats::{Evidence, MatchTally, Sprt, SprtDecision};
 use sqlx::types::Json as Db;
+use std::collections::HashMap;
 use uuid::Uuid;
 
 /// `POST /api/v1/experiments` with the experiment file (TOML) as the body.
@@ -204,6 +205,9 @@ pub struct Summary {
     /// Games (or positions) per hour: while running, over the last 15 minutes (or since it started); once
     /// over, from start to finish.
     pub games_per_hour: f64,
+    /// Its result in a line and its SPRT's LLR (`result`, `llr`, `llr_bounds`).
+    #[serde(flatten)]
+    pub headline: crate::kinds::Headline,
 }
 
 macro_rules! summary_sql {
@@ -260,6 +264,7 @@ impl SummaryRow {
             games: per * self.done_units,
             target_games: per * self.target_units,
             games_per_hour: self.games_per_hour,
+            headline: crate::kinds::Headline::default(),
         })
     }
 }
@@ -305,7 +310,39 @@ async fn list_where(db: &sqlx::PgPool, q: &ListQuery) -> Result<Vec<Summary>> {
         }
     };
     let rows: Vec<SummaryRow> = sqlx::query_as(sql).bind(q.status.as_deref()).fetch_all(db).await?;
-    rows.into_iter().map(SummaryRow::summary).collect()
+    let mut list: Vec<Summary> = rows.into_iter().map(SummaryRow::summary).collect::<Result<_>>()?;
+    // Each experiment's result in a line, from its cells: two queries for the whole list.
+    let ids: Vec<Uuid> = list.iter().map(|e| e.id).collect();
+    let specs: Vec<(Uuid, Db<ExperimentSpec>)> =
+        sqlx::query_as("SELECT id, spec FROM experiments WHERE id = ANY ($1)").bind(&ids).fetch_all(db).await?;
+    let specs: HashMap<Uuid, ExperimentSpec> = specs.into_iter().map(|(id, s)| (id, s.0)).collect();
+    let rows: Vec<ListedCell> = sqlx::query_as(
+        "SELECT experiment_id, id, idx, params, bots, status, stop_reason, target_units, done_units, tally FROM cells
+         WHERE experiment_id = ANY ($1) ORDER BY experiment_id, idx",
+    )
+    .bind(&ids)
+    .fetch_all(db)
+    .await?;
+    let mut cells: HashMap<Uuid, Vec<CellView>> = HashMap::new();
+    for r in rows {
+        if let Some(spec) = specs.get(&r.experiment_id) {
+            cells.entry(r.experiment_id).or_default().push(r.cell.view(spec.kind.sprt(), spec.kind.job_kind()));
+        }
+    }
+    for e in &mut list {
+        if let Some(spec) = specs.get(&e.id) {
+            e.headline = crate::kinds::headline(&spec.kind, cells.get(&e.id).map_or(&[], Vec::as_slice));
+        }
+    }
+    Ok(list)
+}
+
+/// A cell of a listed experiment.
+#[derive(sqlx::FromRow)]
+struct ListedCell {
+    experiment_id: Uuid,
+    #[sqlx(flatten)]
+    cell: CellRow,
 }
 
 /// A cell as the dashboards show it. Win counts are the first bot's, whatever seat it sat in.
@@ -552,7 +589,9 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
             .fetch_one(db)
             .await?;
     let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_units, done_units, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
-    let cells = rows.into_iter().map(|r| r.view(spec.kind.sprt(), spec.kind.job_kind())).collect();
+    let cells: Vec<CellView> = rows.into_iter().map(|r| r.view(spec.kind.sprt(), spec.kind.job_kind())).collect();
+    let mut summary = summary;
+    summary.headline = crate::kinds::headline(&spec.kind, &cells);
     let counts: Vec<(String, i64)> =
         sqlx::query_as("SELECT state, count(*) FROM batches WHERE experiment_id = $1 GROUP BY state")
             .bind(id)

@@ -94,13 +94,14 @@ pub async fn cells(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<i
                 num(c.sprt_llr),
                 format!("{:?}", c.evidence).to_lowercase(),
                 c.caveat.unwrap_or_default().to_string(),
+                c.target_games.to_string(),
                 c.id.to_string(),
             ];
             row.extend(axes.iter().map(|a| c.params.get(*a).map(plain).unwrap_or_default()));
             row
         })
         .collect();
-    let mut header = "cell,games,wins,draws,losses,win_rate,ci_low,ci_high,status,stop_reason,bot1,bot2,params,mean_score1,mean_score2,ms_per_move1,ms_per_move2,sprt_llr,evidence,caveat,cell_id".to_string();
+    let mut header = "cell,games,wins,draws,losses,win_rate,ci_low,ci_high,status,stop_reason,bot1,bot2,params,mean_score1,mean_score2,ms_per_move1,ms_per_move2,sprt_llr,evidence,caveat,target_games,cell_id".to_string();
     for a in &axes {
         header += &format!(",{}", field(&format!("axis.{a}")));
     }

@@ -148,14 +148,19 @@ async fn list(a: ListArgs) -> Result<()> {
     if a.json {
         return crate::emit(&format!("{}\n", serde_json::to_string_pretty(&list)?));
     }
-    let mut out = format!("{:<36}  {:<8}  {:>4}  {:<24}  {}\n", "id", "status", "prio", "done", "name");
+    let mut out = format!(
+        "{:<36}  {:<8}  {:>4}  {:<24}  {:<40}  {:<22}  {}\n",
+        "id", "status", "prio", "done", "result", "LLR (bounds)", "name"
+    );
     for e in &list {
         out += &format!(
-            "{:<36}  {:<8}  {:>4}  {:<24}  {}\n",
+            "{:<36}  {:<8}  {:>4}  {:<24}  {:<40}  {:<22}  {}\n",
             text(&e["id"]),
             text(&e["status"]),
             text(&e["priority"]),
             progress(e),
+            text(&e["result"]),
+            llr(e),
             text(&e["name"])
         );
     }
@@ -188,7 +193,7 @@ async fn show(a: ShowArgs) -> Result<()> {
 /// The experiment's header and one line per cell.
 fn table(e: &Value) -> String {
     let mut out = format!(
-        "{}  {}\n{} experiment, {}; {}; priority {}\n\n",
+        "{}  {}\n{} experiment, {}; {}; priority {}\n",
         text(&e["name"]),
         text(&e["id"]),
         text(&e["kind"]),
@@ -196,16 +201,38 @@ fn table(e: &Value) -> String {
         progress(e),
         e["priority"]
     );
+    if e["result"].is_string() || e["llr"].is_number() {
+        out += &format!("result: {}; LLR (bounds): {}\n", text(&e["result"]), llr(e));
+    }
+    if let Some(n) = e["waiting_for_others"].as_i64().filter(|&n| n > 0) {
+        out += &format!("{n} queued batches wait for a worker of another owner (replicas, cross-checks)\n");
+    }
+    out += "\n";
     let cells = e["cells"].as_array().map(Vec::as_slice).unwrap_or_default();
+    // Only matches (and the runs made of them) have games won and lost; the other kinds' cells
+    // show what they did against what they were asked.
+    if !matches!(text(&e["kind"]).as_str(), "match" | "tune" | "leaves") {
+        out += &format!("{:>4}  {:<32}  {:>17}  {}\n", "cell", "params", text(&e["counted"]), "status");
+        for c in cells {
+            let status = match c["stop_reason"].as_str() {
+                Some(why) => format!("{}: {why}", text(&c["status"])),
+                None => text(&c["status"]),
+            };
+            out += &format!(
+                "{:>4}  {:<32}  {:>17}  {}\n",
+                text(&c["index"]),
+                params(c),
+                format!("{}/{}", c["games"], c["target_games"]),
+                status
+            );
+        }
+        return out + &generations(e) + &tuning(e);
+    }
     out += &format!(
         "{:>4}  {:<32}  {:>13}  {:<17}  {:<19}  {}\n",
         "cell", "params", "games", "W-D-L", "win rate", "status"
     );
     for c in cells {
-        let params: Vec<String> = c["params"]
-            .as_object()
-            .map(|m| m.iter().map(|(k, v)| format!("{k}={}", text(v))).collect())
-            .unwrap_or_default();
         let rate = match (c["win_rate"].as_f64(), c["ci_low"].as_f64(), c["ci_high"].as_f64()) {
             _ if c["caveat"].is_string() => text(&c["caveat"]),
             (Some(r), Some(lo), Some(hi)) => format!("{:.1}% [{:.1}, {:.1}]", 100.0 * r, 100.0 * lo, 100.0 * hi),
@@ -219,7 +246,7 @@ fn table(e: &Value) -> String {
         out += &format!(
             "{:>4}  {:<32}  {:>13}  {:<17}  {:<19}  {}\n",
             text(&c["index"]),
-            params.join(" "),
+            params(c),
             format!("{}/{}", c["games"], c["target_games"]),
             format!("{}-{}-{}", c["wins"], c["draws"], c["losses"]),
             rate,
@@ -273,6 +300,26 @@ fn generations(e: &Value) -> String {
         out += &format!("{:>10}  {:>9}  {}\n", text(&g["generation"]), text(&g["games"]), text(&g["artifact"]));
     }
     out + "download one with GET /api/v1/artifacts/SHA256\n"
+}
+
+/// A cell's grid point as `name=value` pairs.
+fn params(c: &Value) -> String {
+    let pairs: Vec<String> = c["params"]
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| format!("{k}={}", text(v))).collect())
+        .unwrap_or_default();
+    pairs.join(" ")
+}
+
+/// An SPRT's LLR and bounds, `1.52 (-2.94, 2.94)`, or `-`.
+fn llr(e: &Value) -> String {
+    match (e["llr"].as_f64(), e["llr_bounds"].as_array()) {
+        (Some(l), Some(b)) if b.len() == 2 => {
+            format!("{l:.2} ({:.2}, {:.2})", b[0].as_f64().unwrap_or_default(), b[1].as_f64().unwrap_or_default())
+        }
+        (Some(l), _) => format!("{l:.2}"),
+        _ => "-".into(),
+    }
 }
 
 /// "done/target unit" from a summary or detail.

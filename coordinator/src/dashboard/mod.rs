@@ -102,7 +102,11 @@ pub async fn experiments(State(st): State<AppState>) -> Result<Html<String>> {
     let list = experiments::list(&st.db).await?;
     let body = html! {
         table #experiments {
-            tr { th { "experiment" } th { "kind" } th { "status" } th { "cells" } th { "done" } th { "rate" } th { "submitted" } }
+            tr {
+                th { "experiment" } th { "kind" } th { "status" } th { "cells" } th { "done" } th { "result" }
+                th title="an SPRT's log-likelihood ratio, between its lower and upper bounds" { "LLR" }
+                th { "rate" } th { "submitted" }
+            }
             @for e in &list {
                 tr.experiment data-id=(e.id) {
                     td { a href={ "/experiments/" (e.id) } { (e.name) } }
@@ -110,6 +114,8 @@ pub async fn experiments(State(st): State<AppState>) -> Result<Html<String>> {
                     td { (status(&e.status)) }
                     td { (e.cells) }
                     td { (progress(e.games, e.target_games)) " " (e.counted) }
+                    td.result { (e.headline.result.as_deref().unwrap_or("–")) }
+                    td.llr { (llr_text(&e.headline)) }
                     td { (rate(e.games_per_hour, e.counted)) }
                     td { (ago(e.created_at)) }
                 }
@@ -120,6 +126,15 @@ pub async fn experiments(State(st): State<AppState>) -> Result<Html<String>> {
         }
     };
     Ok(page("Experiments", list.iter().any(|e| live(&e.status)), body))
+}
+
+/// An SPRT's LLR between its bounds, e.g. `1.52 (-2.94, 2.94)`; a dash without one.
+pub fn llr_text(h: &crate::kinds::Headline) -> String {
+    match (h.llr, h.llr_bounds) {
+        (Some(l), Some((lo, hi))) => format!("{l:.2} ({lo:.2}, {hi:.2})"),
+        (Some(l), None) => format!("{l:.2}"),
+        _ => "–".into(),
+    }
 }
 
 /// `/experiments/{id}`: the page for the experiment's kind.

@@ -3,11 +3,11 @@
 //! solves (`crate::endgames`), the cross-checked ones queued for another owner; the page shows
 //! the positions, their agreed values and the disputes.
 
-use super::{Batch, Served, Tx, Upload};
+use super::{Batch, Headline, Served, Tx, Upload};
 use crate::dashboard::{contributors, live, page as frame, plots};
 use crate::endgames::{self, Outcome, PositionView, SolveRow, TIME_BUCKETS};
 use crate::error::{Error, Result};
-use crate::experiments::Detail;
+use crate::experiments::{CellView, Detail};
 use crate::results::{Settled, mark_done, record_in_cell};
 use crate::state::AppState;
 use crate::verify::Texts;
@@ -85,6 +85,11 @@ impl Served for Endgame {
     async fn page(st: &AppState, d: &Detail, e: &EndgameSpec) -> Result<Html<String>> {
         let rows = endgames::solves(&st.db, d.summary.id).await?;
         Ok(page(d, e, &rows))
+    }
+
+    /// An endgame set's result is its table of values, not a line.
+    fn headline(_: &EndgameSpec, _: &[CellView]) -> Headline {
+        Headline::default()
     }
 }
 

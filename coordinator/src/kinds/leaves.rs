@@ -7,7 +7,7 @@
 //! each playing with it (`cells.inputs`). All of it happens in the transaction that counts the
 //! last batch, so a run resumes exactly where it was after a restart.
 
-use super::{Batch, Served, Tx, Upload, matches};
+use super::{Batch, Headline, Served, Tx, Upload, matches};
 use crate::dashboard::{
     batch_counts, contributors, live, page as frame, pct, plots, progress, rate, status, thousands, waits,
 };
@@ -116,6 +116,25 @@ impl Served for Leaves {
 
     async fn page(st: &AppState, d: &Detail, spec: &LeavesSpec) -> Result<Html<String>> {
         page(st, d, spec).await
+    }
+
+    /// The latest rated generation's strength against greedy.
+    fn headline(spec: &LeavesSpec, cells: &[CellView]) -> Headline {
+        let rated = cells
+            .iter()
+            .filter(|c| c.win_rate.is_some() && c.caveat.is_none())
+            .filter_map(|c| match spec.part(c.index as u32) {
+                Some(Part::Rate(g)) => Some((g, c)),
+                _ => None,
+            })
+            .max_by_key(|(g, _)| *g);
+        let result = rated.map(|(g, c)| match (c.win_rate, c.ci_low, c.ci_high) {
+            (Some(r), Some(lo), Some(hi)) => {
+                format!("generation {g}: {:.1}% [{:.1}, {:.1}] against greedy", 100.0 * r, 100.0 * lo, 100.0 * hi)
+            }
+            (r, ..) => format!("generation {g}: {:.1}% against greedy", 100.0 * r.unwrap_or_default()),
+        });
+        Headline { result, ..Headline::default() }
     }
 }
 

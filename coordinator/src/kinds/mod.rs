@@ -13,7 +13,7 @@ mod tune;
 mod wintable;
 
 use crate::error::{Error, Result};
-use crate::experiments::{Detail, Tuning};
+use crate::experiments::{CellView, Detail, Tuning};
 use crate::results::Settled;
 use crate::state::AppState;
 use crate::verify::Texts;
@@ -137,6 +137,57 @@ pub trait Served: Kind {
     fn tuning(_: &Self::Spec, _: Vec<Step>) -> Option<Tuning> {
         None
     }
+
+    /// The experiment's result in a line, from its cells, for the index and `worker
+    /// experiments list` (by default the match cells' win rates: [`Headline::of_matches`]).
+    fn headline(_: &Self::Spec, cells: &[CellView]) -> Headline {
+        Headline::of_matches(cells)
+    }
+}
+
+/// An experiment's result in a line, and its SPRT's standing where it has one.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Headline {
+    /// e.g. `54.2% [52.1, 56.3]`, `best #3 t=1: 56.1% [54.0, 58.2]`.
+    pub result: Option<String>,
+    /// A one-cell experiment's SPRT log-likelihood ratio, and its lower and upper bounds.
+    pub llr: Option<f64>,
+    pub llr_bounds: Option<(f64, f64)>,
+}
+
+impl Headline {
+    /// A match's: one cell's win rate with its interval (and its SPRT's LLR); of a grid, the
+    /// best cell's.
+    pub fn of_matches(cells: &[CellView]) -> Self {
+        let rated = |c: &&CellView| c.caveat.is_none() && c.win_rate.is_some();
+        let text = |c: &CellView| match (c.win_rate, c.ci_low, c.ci_high) {
+            (Some(r), Some(lo), Some(hi)) => format!("{:.1}% [{:.1}, {:.1}]", 100.0 * r, 100.0 * lo, 100.0 * hi),
+            (r, ..) => r.map_or("-".into(), |r| format!("{:.1}%", 100.0 * r)),
+        };
+        match cells {
+            [c] => Headline {
+                result: Some(c).filter(rated).map(text).or(c.caveat.map(str::to_string)),
+                llr: c.sprt_llr,
+                llr_bounds: c.sprt_bounds,
+            },
+            _ => {
+                let best = cells
+                    .iter()
+                    .filter(rated)
+                    .max_by(|a, b| a.win_rate.partial_cmp(&b.win_rate).expect("rates are numbers"));
+                Headline {
+                    result: best.map(|c| format!("best #{} {}: {}", c.index, params_text(c), text(c))),
+                    ..Self::default()
+                }
+            }
+        }
+    }
+}
+
+/// A cell's grid point as `name=value` pairs.
+pub fn params_text(c: &CellView) -> String {
+    let plain = |v: &serde_json::Value| v.as_str().map_or(v.to_string(), str::to_string);
+    c.params.iter().map(|(k, v)| format!("{k}={}", plain(v))).collect::<Vec<_>>().join(",")
 }
 
 /// What a generation of a run made: a table (by sha256), or a tuning step.
@@ -261,6 +312,13 @@ macro_rules! served {
         pub fn tuning(kind: &ExperimentKind, steps: Vec<Step>) -> Option<Tuning> {
             match kind {
                 $( $(#[cfg($cfg)])? ExperimentKind::$variant(k) => <$kind as Served>::tuning(k, steps), )+
+            }
+        }
+
+        /// The experiment's result in a line ([`Served::headline`]).
+        pub fn headline(kind: &ExperimentKind, cells: &[CellView]) -> Headline {
+            match kind {
+                $( $(#[cfg($cfg)])? ExperimentKind::$variant(k) => <$kind as Served>::headline(k, cells), )+
             }
         }
 

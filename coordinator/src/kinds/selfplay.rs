@@ -1,9 +1,9 @@
 //! `selfplay`: a match's job, checks and page (`super::matches`), each deal played once
 //! (unpaired), and the page says what the games amount to as training data.
 
-use super::{Batch, Served, Tx, Upload, matches};
+use super::{Batch, Headline, Served, Tx, Upload, matches};
 use crate::error::Result;
-use crate::experiments::Detail;
+use crate::experiments::{CellView, Detail};
 use crate::results::{Settled, settle_replicated};
 use crate::state::AppState;
 use crate::verify::Texts;
@@ -50,5 +50,10 @@ impl Served for Selfplay {
 
     async fn page(st: &AppState, d: &Detail, spec: &MatchSpec) -> Result<Html<String>> {
         matches::page(st, d, spec, true).await
+    }
+
+    /// Self-play for data has no verdict.
+    fn headline(_: &MatchSpec, _: &[CellView]) -> Headline {
+        Headline::default()
     }
 }

@@ -2,10 +2,10 @@
 //! be the sum of its draws, checked by drawing them again, so a result settles alone; the
 //! page shows the sum so far.
 
-use super::{Batch, Served, Tx, Upload};
+use super::{Batch, Headline, Served, Tx, Upload};
 use crate::dashboard::{live, page as frame, progress};
 use crate::error::{Error, Result};
-use crate::experiments::Detail;
+use crate::experiments::{CellView, Detail};
 use crate::ledger;
 use crate::results::{Settled, mark_done, record_in_cell};
 use crate::state::AppState;
@@ -75,5 +75,9 @@ impl Served for Toy {
             p #sum { "sum of the counted draws: " (total) }
         };
         Ok(frame(&s.name, live(&s.status), body))
+    }
+
+    fn headline(_: &ToySpec, _: &[CellView]) -> Headline {
+        Headline::default()
     }
 }

@@ -5,10 +5,10 @@
 //! iteration's two cells with the bots the new parameters give, so a run resumes exactly after
 //! a restart.
 
-use super::{Batch, Served, Tx, Upload, matches};
+use super::{Batch, Headline, Served, Tx, Upload, matches};
 use crate::dashboard::{batch_counts, contributors, live, page as frame, plots, progress, rate, thousands, waits};
 use crate::error::{Error, Result};
-use crate::experiments::{self, Detail, Tuning};
+use crate::experiments::{self, CellView, Detail, Tuning};
 use crate::results::{Settled, settle_replicated};
 use crate::state::AppState;
 use crate::verify::Texts;
@@ -60,6 +60,11 @@ impl Served for Tune {
 
     async fn page(st: &AppState, d: &Detail, spec: &TuneSpec) -> Result<Html<String>> {
         page(st, d, spec).await
+    }
+
+    /// A tuning run's result is its parameters (`tuning`), which its cells do not hold.
+    fn headline(_: &TuneSpec, _: &[CellView]) -> Headline {
+        Headline::default()
     }
 
     fn tuning(spec: &TuneSpec, history: Vec<Step>) -> Option<Tuning> {

@@ -3,10 +3,10 @@
 //! replicas; when the cell finishes, the table is fitted from every counted batch and stored
 //! as a `winpct` artifact; the page plots it.
 
-use super::{Batch, Served, Tx, Upload};
+use super::{Batch, Headline, Served, Tx, Upload};
 use crate::dashboard::{live, page as frame, plots, progress, rate};
 use crate::error::{Error, Result};
-use crate::experiments::{self, Detail};
+use crate::experiments::{self, CellView, Detail};
 use crate::ledger;
 use crate::results::{Settled, settle_replicated};
 use crate::state::AppState;
@@ -74,6 +74,11 @@ impl Served for Wintable {
 
     async fn page(st: &AppState, d: &Detail, spec: &WintableSpec) -> Result<Html<String>> {
         page(st, d, spec).await
+    }
+
+    /// A win table's result is the table it fits, not a line.
+    fn headline(_: &WintableSpec, _: &[CellView]) -> Headline {
+        Headline::default()
     }
 }
 
