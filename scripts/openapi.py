@@ -135,7 +135,7 @@ paths={
  "/experiments/{id}/endgames":{"parameters":[idp],
   "get":{"summary":"Every endgame solve with its verdict","responses":{"200":js(arr(ref("SolveRow")))}}},
  "/experiments/{id}/cells.csv":{"parameters":[idp],
-  "get":{"summary":"Cells as CSV (the first eight columns are stable; then one column per grid axis, `axis.NAME`)","responses":{"200":csv("cell,games,wins,draws,losses,win_rate,ci_low,ci_high,status,stop_reason,bot1,bot2,params,mean_score1,mean_score2,ms_per_move1,ms_per_move2,sprt_llr,evidence,caveat,cell_id[,axis.NAME...]"),"404":err("no such experiment")}}},
+  "get":{"summary":"Cells as CSV (the first eight columns are stable; then one column per grid axis, `axis.NAME`)","responses":{"200":csv("cell,games,wins,draws,losses,win_rate,ci_low,ci_high,status,stop_reason,bot1,bot2,params,mean_score1,mean_score2,ms_per_move1,ms_per_move2,sprt_llr,evidence,caveat,target_games,cell_id[,axis.NAME...]"),"404":err("no such experiment")}}},
  "/experiments/{id}/batches.csv":{"parameters":[idp],
   "get":{"summary":"Counted batches as CSV","responses":{"200":csv("batch_id,cell,first_unit,units,counted,done,wins,draws,losses,worker,elapsed_ms,received_at")}}},
  "/experiments/{id}/contributors.csv":{"parameters":[idp],

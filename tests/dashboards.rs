@@ -191,7 +191,12 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     assert!(ys(&lines).iter().all(|y| (top..=bottom).contains(y)), "the scale fits every win rate");
     assert_eq!(count(&page, "<ul class=\"legend\" id=\"convergence-legend\""), 1);
     assert!(page.contains("bot1.bag=20, bot1.t=0.5"), "the legend names the cells");
-    has_axes(svg(&page, "throughput"), "minutes since the first result", "games a minute");
+    // A run of seconds is drawn in seconds (whole ticks), a longer one in minutes; the rate is
+    // the buckets' moving average, drawn over them.
+    let chart = svg(&page, "throughput");
+    let unit = if chart.contains(">seconds since the first result") { "seconds" } else { "minutes" };
+    has_axes(chart, &format!("{unit} since the first result"), "games a minute");
+    assert!(chart.contains("<polyline class=\"smoothed\""), "{chart}");
     let chart = svg(&page, "pareto");
     has_axes(chart, "milliseconds per move of softmax", "win rate of softmax");
     assert!(count(chart, "data-front=\"true\"") >= 1 && chart.contains("<polyline class=\"front\""));

@@ -297,17 +297,35 @@ pub fn heatmap(cells: &[CellView], labels: &[Label], rows: &Axis, cols: &Axis) -
     }
 }
 
-/// Results recorded per minute, in equal time buckets over the experiment's run so far.
+/// Results recorded per minute, in equal time buckets over the experiment's run so far, with
+/// their moving average over about a minute: uploads arrive in lumps (a batch's games at
+/// once), so single buckets swing between full and empty, and the average is the rate.
 pub fn throughput(h: &History, counted: &str) -> Markup {
     let per_min: Vec<f64> = h.games.iter().map(|&g| g as f64 * 60.0 / h.bucket_secs as f64).collect();
+    let n = per_min.len();
+    let w = ((60 / h.bucket_secs.max(1)) as usize).max(3) | 1;
+    let smooth: Vec<f64> = (0..n)
+        .map(|i| {
+            let window = &per_min[i.saturating_sub(w / 2)..(i + w / 2 + 1).min(n)];
+            window.iter().sum::<f64>() / window.len() as f64
+        })
+        .collect();
     let top = per_min.iter().copied().fold(1.0, f64::max);
-    let minutes = (h.bucket_secs * h.games.len() as i64) as f64 / 60.0;
-    let f = Frame::new(280.0, |a, b| Scale::linear(0.0, minutes, a, b), |a, b| Scale::linear(0.0, top * 1.1, a, b));
+    // Seconds for a short run, so that the ticks fall on whole numbers.
+    let secs = (h.bucket_secs * n as i64) as f64;
+    let (unit, per) = if secs < 180.0 { ("seconds", 1.0) } else { ("minutes", 60.0) };
+    let span = secs / per;
+    let f = Frame::new(280.0, |a, b| Scale::linear(0.0, span, a, b), |a, b| Scale::linear(0.0, top * 1.1, a, b));
     let start = h.start.map_or(String::new(), |t| t.format("%H:%M:%S UTC").to_string());
-    let x_title = format!("minutes since the first result ({start}; {} s buckets)", h.bucket_secs);
+    let x_title = format!("{unit} since the first result ({start}; {} s buckets)", h.bucket_secs);
     let y_title = format!("{counted} a minute");
     let axes = Axes::new(&x_title, &y_title, &plain, &plain);
-    let bw = h.bucket_secs as f64 / 60.0;
+    let bw = h.bucket_secs as f64 / per;
+    let line: Vec<String> = smooth
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{},{}", f1(f.x.px(bw * (i as f64 + 0.5))), f1(f.y.px(*v))))
+        .collect();
     let marks = html! {
         @for (i, v) in per_min.iter().enumerate() {
             @let (x0, x1) = (f.x.px(bw * i as f64), f.x.px(bw * (i + 1) as f64));
@@ -315,8 +333,15 @@ pub fn throughput(h: &History, counted: &str) -> Markup {
                 title { (format!("{v:.0}")) " " (counted) " a minute" }
             }
         }
+        polyline.smoothed fill="none" points=(line.join(" ")) {}
     };
-    f.svg("throughput", "results a minute", &axes, marks)
+    html! {
+        (f.svg("throughput", "results a minute", &axes, marks))
+        ul.legend {
+            li { span.swatch.bucket-key {} (h.bucket_secs) " s buckets (as the uploads came)" }
+            li { span.swatch.smooth-key {} "the rate: their average over " (w) " buckets" }
+        }
+    }
 }
 
 /// How long first solves took, in buckets.

@@ -213,6 +213,12 @@ fn page(d: &Detail, e: &EndgameSpec, rows: &[SolveRow]) -> Html<String> {
             }
         }
         h2 { "Positions" }
+        ul.legend #values {
+            li { b { "+12" } " the value two workers of different owners reached exactly (the final spread for the player on turn)" }
+            li { b { "+12?" } " one exact solve, not yet confirmed by a second" }
+            li { b { "+12 ~" } " not solved to the end within the depth or time limit, so never compared" }
+            li { b { "skipped" } " the game the position came from ended before its bag emptied" }
+        }
         table #positions {
             tr { th { "#" } th { "value" } th { "best" } th { "sequence" } th { "nodes" } th { "time" } th { "solves" } }
             @for p in positions.iter().take(1000) {
@@ -220,8 +226,7 @@ fn page(d: &Detail, e: &EndgameSpec, rows: &[SolveRow]) -> Html<String> {
             }
         }
         p.meta {
-            "A position's value is the outcome two different workers reached exactly. ~: not solved to the end "
-            "within the limits, so not verified. Hover a position's number for its CGP."
+            "Open a position's number for its CGP, to paste into " code { "worker endgame --cgp" } "."
         }
         (contributors(d, "positions"))
         p.meta {
@@ -261,7 +266,7 @@ fn position_row(p: &PositionView) -> Markup {
     };
     html! {
         tr.position data-index=(p.index) data-state=(state) data-value=[p.agreed.and_then(|a| match a { Outcome::Value(v) => Some(v), Outcome::Skipped => None })] {
-            td title=(r.cgp) { (p.index) }
+            td.index { details { summary { (p.index) } code.cgp { (r.cgp) } } }
             td.value { (value) }
             @if r.skipped {
                 td colspan="4" { "skipped: that game ended before its bag emptied" }
