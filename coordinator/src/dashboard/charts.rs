@@ -107,6 +107,8 @@ pub fn padded(lo: f64, hi: f64, step: f64, floor: f64, ceil: f64) -> (f64, f64) 
 
 /// A chart's plot area inside its SVG, with its two scales.
 pub struct Frame {
+    /// The SVG's width and height (its viewBox).
+    pub w: f64,
     pub h: f64,
     pub left: f64,
     pub right: f64,
@@ -131,7 +133,14 @@ impl Frame {
     /// As [`Frame::new`], with `room` pixels under the plot area (for slanted labels).
     pub fn with_room(h: f64, room: f64, x: impl Fn(f64, f64) -> Scale, y: impl Fn(f64, f64) -> Scale) -> Self {
         let (left, right, top, bottom) = (LEFT, W - RIGHT, TOP, h - room);
-        Self { h, left, right, top, bottom, x: x(left, right), y: y(bottom, top) }
+        Self { w: W, h, left, right, top, bottom, x: x(left, right), y: y(bottom, top) }
+    }
+
+    /// A small `w` x `h` panel of a set of small multiples, with room above the plot area
+    /// for its title.
+    pub fn panel(w: f64, h: f64, x: impl Fn(f64, f64) -> Scale, y: impl Fn(f64, f64) -> Scale) -> Self {
+        let (left, right, top, bottom) = (52.0, w - 12.0, 26.0, h - 30.0);
+        Self { w, h, left, right, top, bottom, x: x(left, right), y: y(bottom, top) }
     }
 
     /// The SVG element around a chart's marks, with its axes, gridlines and titles.
@@ -140,7 +149,7 @@ impl Frame {
     pub fn svg(&self, id: &str, label: &str, axes: &Axes, marks: Markup) -> Markup {
         html! {
             div.chart {
-                svg.plot #(id) viewBox={ "0 0 " (W) " " (self.h) } preserveAspectRatio="xMidYMid meet" role="img" aria-label=(label) {
+                svg.plot #(id) viewBox={ "0 0 " (self.w) " " (self.h) } preserveAspectRatio="xMidYMid meet" role="img" aria-label=(label) {
                     (self.axes(axes))
                     (marks)
                 }

@@ -6,7 +6,7 @@
 use super::charts::{
     Axes, Frame, PALETTE, Scale, W, diverging, f1, ink, legend, padded, pareto_front, pct0, plain, rgb, thousands,
 };
-use crate::experiments::{CellView, History};
+use crate::experiments::{CellView, History, Step};
 use maud::{Markup, html};
 use shared::spec::Axis;
 use shared::stats::{Evidence, pct};
@@ -94,36 +94,79 @@ pub fn winrate(cells: &[CellView], labels: &[Label], x_title: &str, bot1: &str) 
     }
 }
 
-/// Each cell's win rate as its batches came in, with the 95% band around it.
+/// Cells past which convergence is drawn as small multiples, one panel a cell on the same
+/// scales: more lines than this on one chart blend their bands into one.
+const OVERLAID: usize = 6;
+
+/// Each cell's win rate as its batches came in, with the 95% band around it: one chart for a
+/// few cells, one panel a cell for more.
 pub fn convergence(h: &History, labels: &[Label], bot1: &str) -> Markup {
     let max_games = h.convergence.iter().flatten().map(|s| s.games).max().unwrap_or(1).max(1) as f64;
-    let y = rate_scale(h.convergence.iter().flatten().map(|s| s.win_rate));
-    let f = Frame::new(440.0, |a, b| Scale::linear(0.0, max_games, a, b), y);
+    // The scale holds every line, and every band from a tenth of the games on: the first
+    // batches' bands span most of 0-100% and would flatten the lines.
+    let y = || {
+        rate_scale(h.convergence.iter().flatten().flat_map(|s| {
+            let settled = s.games as f64 >= max_games / 10.0;
+            [Some(s.win_rate), s.ci_low.filter(|_| settled), s.ci_high.filter(|_| settled)].into_iter().flatten()
+        }))
+    };
     let y_title = format!("win rate of {bot1}");
+    let cells: Vec<(usize, &Vec<Step>)> = h.convergence.iter().enumerate().filter(|(_, s)| !s.is_empty()).collect();
+    if cells.len() > OVERLAID {
+        return html! {
+            div.multiples #convergence {
+                @for (i, steps) in &cells {
+                    @let f = Frame::panel(400.0, 230.0, |a, b| Scale::linear(0.0, max_games, a, b), y());
+                    @let clip = format!("convergence-clip-{i}");
+                    @let name = labels.get(*i).map_or(String::new(), |l| l.full.clone());
+                    @let axes = Axes { x_tick_count: 4, y_tick_count: 4, ..Axes::new("games", "", &thousands, &pct0) };
+                    (f.svg(&format!("convergence-{i}"), &name, &axes, html! {
+                        defs { (f.clip(&clip)) }
+                        text.panel-title x=(f.left) y="16" { (name) }
+                        (even_line(&f))
+                        (cell_marks(&f, *i, steps, PALETTE[0], &clip, labels))
+                    }))
+                }
+            }
+            p.meta {
+                "One panel a cell, all on the same scales: the win rate of " (bot1) " as games came in, "
+                "its 95% band, a dot for each batch counted."
+            }
+        };
+    }
+    let f = Frame::new(440.0, |a, b| Scale::linear(0.0, max_games, a, b), y());
     let axes = Axes::new("games played in the cell", &y_title, &thousands, &pct0);
     let marks = html! {
         defs { (f.clip("convergence-clip")) }
         (even_line(&f))
-        @for (i, steps) in h.convergence.iter().enumerate().filter(|(_, s)| !s.is_empty()) {
-            @let colour = PALETTE[i % PALETTE.len()];
-            @let banded: Vec<_> = steps.iter().filter_map(|s| Some((s.games, s.ci_low?, s.ci_high?))).collect();
-            @if banded.len() > 1 {
-                @let pts: Vec<String> = banded.iter().map(|&(g, _, hi)| (g, hi)).chain(banded.iter().rev().map(|&(g, lo, _)| (g, lo)))
-                    .map(|(g, v)| format!("{},{}", f1(f.x.px(g as f64)), f1(f.y.px(v)))).collect();
-                polygon.band data-index=(i) clip-path="url(#convergence-clip)" fill=(colour) points=(pts.join(" ")) {}
-            }
-            @let pts: Vec<String> = steps.iter().map(|s| format!("{},{}", f1(f.x.px(s.games as f64)), f1(f.y.px(s.win_rate)))).collect();
-            polyline.series data-index=(i) fill="none" stroke=(colour) stroke-width="2" points=(pts.join(" ")) {
-                title { (labels.get(i).map_or("", |l| l.full.as_str())) }
-            }
-            @if let Some(last) = steps.last() {
-                circle.end cx=(f1(f.x.px(last.games as f64))) cy=(f1(f.y.px(last.win_rate))) r="3.5" fill=(colour) {}
-            }
+        @for (i, steps) in &cells {
+            (cell_marks(&f, *i, steps, PALETTE[i % PALETTE.len()], "convergence-clip", labels))
         }
     };
     html! {
         (f.svg("convergence", "win rate as games came in, with 95% bands", &axes, marks))
         @if labels.len() > 1 { (cell_legend("convergence-legend", labels)) }
+        p.meta { "A dot for each batch counted: the lines between them are straight, whatever the games between." }
+    }
+}
+
+/// One cell's band, line and a dot per step.
+fn cell_marks(f: &Frame, i: usize, steps: &[Step], colour: &str, clip: &str, labels: &[Label]) -> Markup {
+    let banded: Vec<_> = steps.iter().filter_map(|s| Some((s.games, s.ci_low?, s.ci_high?))).collect();
+    let xy = |g: u64, v: f64| format!("{},{}", f1(f.x.px(g as f64)), f1(f.y.px(v)));
+    html! {
+        @if banded.len() > 1 {
+            @let pts: Vec<String> = banded.iter().map(|&(g, _, hi)| (g, hi)).chain(banded.iter().rev().map(|&(g, lo, _)| (g, lo)))
+                .map(|(g, v)| xy(g, v)).collect();
+            polygon.band data-index=(i) clip-path={ "url(#" (clip) ")" } fill=(colour) points=(pts.join(" ")) {}
+        }
+        @let pts: Vec<String> = steps.iter().map(|s| xy(s.games, s.win_rate)).collect();
+        polyline.series data-index=(i) fill="none" stroke=(colour) stroke-width="2" points=(pts.join(" ")) {
+            title { (labels.get(i).map_or("", |l| l.full.as_str())) }
+        }
+        @for s in steps {
+            circle.step cx=(f1(f.x.px(s.games as f64))) cy=(f1(f.y.px(s.win_rate))) r="2.5" fill=(colour) {}
+        }
     }
 }
 
@@ -267,7 +310,8 @@ pub fn heatmap(cells: &[CellView], labels: &[Label], rows: &Axis, cols: &Axis) -
                             rect class=(if decided(c) { "sig" } else { "" }) x=(f1(x + 1.0)) y=(f1(y + 1.0)) width=(f1(cw - 2.0)) height=(f1(ch - 2.0)) fill=(bg.map_or("#eee".to_string(), rgb)) {}
                             text.rate x=(tx) y=(f1(y + ch / 2.0 - 4.0)) text-anchor="middle" fill=(fg) {
                                 @match (c.caveat, c.win_rate, c.ci_low, c.ci_high) {
-                                    (Some(w), ..) => { (w) }
+                                    // A symbol, explained under the chart: a caveat's words overflow a cell.
+                                    (Some(_), ..) => { @if c.evidence == Evidence::Identical { "=" } @else { "?" } }
                                     (None, Some(p), Some(lo), Some(hi)) => {
                                         (pct(p)) (format!(" ±{:.1}", 50.0 * (hi - lo))) @if decided(c) { " *" }
                                     }
@@ -292,7 +336,8 @@ pub fn heatmap(cells: &[CellView], labels: &[Label], rows: &Axis, cols: &Axis) -
         }
         p.meta {
             "Colour: the end of the cell's 95% interval nearest 50% (how far from even the cell surely is), so a wide "
-            "interval stays pale. Outlined, with *: the interval leaves out 50%. Second line: the first bot's time a move."
+            "interval stays pale. Outlined, with *: the interval leaves out 50%. =: the bots played alike on these deals "
+            "(no interval); ?: no information yet. Second line: the first bot's time a move."
         }
     }
 }
@@ -415,4 +460,45 @@ pub fn trajectory(id: &str, y_title: &str, points: &[(f64, f64, f64)], (lo, hi):
         }
     };
     f.svg(id, y_title, &axes, marks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(games: u64, win_rate: f64, half: f64) -> Step {
+        Step { games, win_rate, ci_low: Some(win_rate - half), ci_high: Some(win_rate + half), llr: None }
+    }
+
+    fn history(cells: usize) -> History {
+        let convergence = (0..cells)
+            .map(|c| (1..=8).map(|k| step(500 * k, 0.40 + 0.01 * c as f64, 0.4 / k as f64)).collect())
+            .collect();
+        History { convergence, start: None, bucket_secs: 10, games: Vec::new() }
+    }
+
+    fn labels(n: usize) -> Vec<Label> {
+        (0..n).map(|i| Label { short: format!("#{i}"), full: format!("t={i}") }).collect()
+    }
+
+    /// Up to six cells share one chart (a colour each, a legend); twelve get a panel each,
+    /// every panel on the same scales and titled with its cell.
+    #[test]
+    fn many_cells_are_drawn_as_small_multiples() {
+        let few = convergence(&history(4), &labels(4), "softmax").into_string();
+        assert_eq!(few.matches("<svg").count(), 1);
+        assert_eq!(few.matches("<polyline class=\"series\"").count(), 4);
+        assert!(few.contains("id=\"convergence-legend\""));
+        let many = convergence(&history(12), &labels(12), "softmax").into_string();
+        assert_eq!(many.matches("<svg").count(), 12);
+        assert_eq!(many.matches("<polyline class=\"series\"").count(), 12);
+        for i in 0..12 {
+            assert!(many.contains(&format!(">t={i}</text>")), "panel {i} is titled");
+        }
+        // A dot for each batch, and the same y ticks in every panel.
+        assert_eq!(many.matches("<circle class=\"step\"").count(), 12 * 8);
+        let ticks = |panel: &str| panel.matches("class=\"tick\"").count();
+        let panels: Vec<&str> = many.split("<svg").skip(1).collect();
+        assert!(panels.iter().all(|p| ticks(p) == ticks(panels[0])));
+    }
 }
