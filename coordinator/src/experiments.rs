@@ -456,6 +456,24 @@ pub struct History {
     pub start: Option<DateTime<Utc>>,
     pub bucket_secs: i64,
     pub games: Vec<u64>,
+    /// Per cell (by index): the first bot's milliseconds a move and a 95% interval from its
+    /// batches (each batch's time a move, on whatever machine played it), once three batches
+    /// have been counted: the noise a time difference must beat to mean anything.
+    pub ms_per_move: Vec<Option<(f64, f64, f64)>>,
+}
+
+/// A cell's time a move with a 95% interval over its batches' times (`History::ms_per_move`).
+fn timing(batches: &[(f64, u64)]) -> Option<(f64, f64, f64)> {
+    let n = batches.len();
+    let turns: u64 = batches.iter().map(|b| b.1).sum();
+    if n < 3 || turns == 0 {
+        return None;
+    }
+    let mean = batches.iter().map(|&(ms, t)| ms * t as f64).sum::<f64>() / turns as f64;
+    let plain = batches.iter().map(|b| b.0).sum::<f64>() / n as f64;
+    let var = batches.iter().map(|b| (b.0 - plain).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = 1.96 * (var / n as f64).sqrt();
+    Some((mean, (mean - half).max(0.0), mean + half))
 }
 
 /// A cell's standing after one of its batches, as its page would have shown it then.
@@ -492,10 +510,14 @@ pub async fn history(db: &sqlx::PgPool, id: Uuid, sprt: Option<&Sprt>) -> Result
     let cells = cell_index.len();
     let mut sums = vec![MatchTally::default(); cells];
     let mut convergence = vec![Vec::new(); cells];
+    let mut times: Vec<Vec<(f64, u64)>> = vec![Vec::new(); cells];
     for (idx, Db(r), _) in &rows {
         let Some(t) = r.tally() else { continue };
         let Some(sum) = usize::try_from(*idx).ok().and_then(|i| sums.get_mut(i)) else { continue };
         sum.merge(t);
+        if t.turns[0] > 0 {
+            times[*idx as usize].push((t.ms_per_move(0), t.turns[0]));
+        }
         if let Some(win_rate) = sum.win_rate() {
             let ci = sum.interval();
             convergence[*idx as usize].push(Step {
@@ -509,7 +531,15 @@ pub async fn history(db: &sqlx::PgPool, id: Uuid, sprt: Option<&Sprt>) -> Result
     }
     let (start, end) = match (rows.first(), rows.last()) {
         (Some(a), Some(b)) => (a.2, b.2),
-        _ => return Ok(History { convergence, start: None, bucket_secs: 10, games: Vec::new() }),
+        _ => {
+            return Ok(History {
+                convergence,
+                start: None,
+                bucket_secs: 10,
+                games: Vec::new(),
+                ms_per_move: Vec::new(),
+            });
+        }
     };
     let span = (end - start).num_seconds().max(1);
     let bucket_secs = ((span + BUCKETS - 1) / BUCKETS).max(10);
@@ -517,7 +547,8 @@ pub async fn history(db: &sqlx::PgPool, id: Uuid, sprt: Option<&Sprt>) -> Result
     for (_, Db(r), at) in &rows {
         games[((*at - start).num_seconds() / bucket_secs) as usize] += r.games();
     }
-    Ok(History { convergence, start: Some(start), bucket_secs, games })
+    let ms_per_move = times.iter().map(|t| timing(t)).collect();
+    Ok(History { convergence, start: Some(start), bucket_secs, games, ms_per_move })
 }
 
 pub async fn api_history(State(st): State<AppState>, Path(id): Path<Uuid>) -> Result<Json<History>> {

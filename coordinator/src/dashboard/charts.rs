@@ -279,19 +279,26 @@ pub fn ink((r, g, b): (f64, f64, f64)) -> &'static str {
     if l > 0.179 { "#111" } else { "#fff" }
 }
 
-/// The points of a front: those no other point beats on both counts (lower x, higher y), in
-/// order of x. Ties in x keep the higher y.
-pub fn pareto_front(points: &[(f64, f64)]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..points.len()).collect();
-    order.sort_by(|&a, &b| points[a].0.total_cmp(&points[b].0).then(points[b].1.total_cmp(&points[a].1)));
-    let mut best = f64::NEG_INFINITY;
-    let mut front = Vec::new();
-    for i in order {
-        if points[i].1 > best {
-            best = points[i].1;
-            front.push(i);
-        }
-    }
+/// A cell on the time-strength plane: its time a move with a 95% interval, and its win rate.
+#[derive(Clone, Copy, Debug)]
+pub struct Timed {
+    pub ms: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub rate: f64,
+}
+
+/// The points of a front, in order of time: those no other point beats. A time is only faster
+/// than another beyond both intervals; times whose intervals overlap are the same speed, and
+/// then the stronger wins. So no front is drawn on timing noise.
+pub fn pareto_front(points: &[Timed]) -> Vec<usize> {
+    let beats = |q: &Timed, k: &Timed| {
+        let surely_faster = q.hi < k.lo;
+        let same_speed = q.lo <= k.hi && k.lo <= q.hi;
+        surely_faster && q.rate >= k.rate || same_speed && q.rate > k.rate
+    };
+    let mut front: Vec<usize> = (0..points.len()).filter(|&k| !points.iter().any(|q| beats(q, &points[k]))).collect();
+    front.sort_by(|&a, &b| points[a].ms.total_cmp(&points[b].ms));
     front
 }
 
@@ -331,10 +338,18 @@ mod tests {
     }
 
     #[test]
-    fn pareto_front_keeps_the_undominated() {
+    fn pareto_front_keeps_the_undominated_beyond_timing_noise() {
+        let timed = |pts: &[(f64, f64)], noise: f64| -> Vec<Timed> {
+            pts.iter().map(|&(ms, rate)| Timed { ms, lo: ms - noise, hi: ms + noise, rate }).collect()
+        };
         // (ms, rate): the 3rd is slower and weaker than the 2nd; the 5th ties the 4th in time.
         let pts = [(1.0, 0.50), (2.0, 0.55), (3.0, 0.54), (4.0, 0.60), (4.0, 0.58), (8.0, 0.61)];
-        assert_eq!(pareto_front(&pts), vec![0, 1, 3, 5]);
+        assert_eq!(pareto_front(&timed(&pts, 0.1)), vec![0, 1, 3, 5]);
+        // The same points timed on noisy machines: 0.69 against 0.71 ms decides nothing, and
+        // times within each other's noise are one speed, at which the strongest wins.
+        let close = [(0.69, 0.52), (0.71, 0.55), (0.70, 0.50)];
+        assert_eq!(pareto_front(&timed(&close, 0.2)), vec![1]);
+        assert_eq!(pareto_front(&timed(&close, 0.001)), vec![0, 1]);
         assert_eq!(padded(0.47, 0.58, 0.05, 0.0, 1.0), (0.45, 0.6));
     }
 }

@@ -4,7 +4,8 @@
 //! fitted win table.
 
 use super::charts::{
-    Axes, Frame, PALETTE, Scale, W, diverging, f1, ink, legend, padded, pareto_front, pct0, plain, rgb, thousands,
+    Axes, Frame, PALETTE, Scale, Timed, W, diverging, f1, ink, legend, padded, pareto_front, pct0, plain, rgb,
+    thousands,
 };
 use crate::experiments::{CellView, History, Step};
 use maud::{Markup, html};
@@ -229,37 +230,47 @@ pub fn llr_bar(llr: Option<f64>, (lo, hi): (f64, f64)) -> Markup {
 
 /// Win rate against the first bot's time per move, every cell with an interval, and the
 /// Pareto front: the cells no other cell beats while taking less time.
-pub fn pareto(cells: &[CellView], labels: &[Label], bot1: &str) -> Option<Markup> {
-    let pts: Vec<(usize, f64, f64, f64, f64)> = cells
+pub fn pareto(cells: &[CellView], labels: &[Label], bot1: &str, timing: &[Option<(f64, f64, f64)>]) -> Option<Markup> {
+    // (cell, ms, rate, rate low, rate high, ms low, ms high)
+    let pts: Vec<(usize, f64, f64, f64, f64, f64, f64)> = cells
         .iter()
         .enumerate()
-        .filter_map(|(i, c)| Some((i, c.ms_per_move[0], c.win_rate?, c.ci_low?, c.ci_high?)))
+        .filter_map(|(i, c)| {
+            let (ms, lo, hi) = timing.get(c.index as usize).copied().flatten()?;
+            Some((i, ms, c.win_rate?, c.ci_low?, c.ci_high?, lo, hi))
+        })
         .filter(|p| p.1 > 0.0)
         .collect();
     if pts.len() < 2 {
         return None;
     }
-    let (tmin, tmax) = pts.iter().fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let (tmin, tmax) = pts.iter().fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.5.max(p.1 / 2.0)), b.max(p.6)));
     let log = tmax / tmin > 8.0;
     let x = move |a, b| {
         if log { Scale::log(tmin / 1.5, tmax * 1.5, a, b) } else { Scale::linear(0.0, tmax * 1.1, a, b) }
     };
     let f = Frame::new(440.0, x, rate_scale(pts.iter().flat_map(|p| [p.3, p.4])));
-    let x_title = format!("milliseconds per move of {bot1}{}", if log { " (log scale)" } else { "" });
+    let x_title = format!(
+        "milliseconds per move of {bot1}, with 95% intervals over its batches{}",
+        if log { " (log scale)" } else { "" }
+    );
     let y_title = format!("win rate of {bot1}");
     let axes = Axes::new(&x_title, &y_title, &plain, &pct0);
-    let front: Vec<usize> = pareto_front(&pts.iter().map(|p| (p.1, p.2)).collect::<Vec<_>>());
+    // A front drawn on timing noise would rank cells by the machines that played them.
+    let front = pareto_front(&pts.iter().map(|p| Timed { ms: p.1, lo: p.5, hi: p.6, rate: p.2 }).collect::<Vec<_>>());
+    let drawn = front.len() < pts.len();
     let line: Vec<String> =
         front.iter().map(|&k| format!("{},{}", f1(f.x.px(pts[k].1)), f1(f.y.px(pts[k].2)))).collect();
     let marks = html! {
         (even_line(&f))
-        polyline.front fill="none" points=(line.join(" ")) {}
-        @for (k, &(i, ms, p, lo, hi)) in pts.iter().enumerate() {
+        @if drawn { polyline.front fill="none" points=(line.join(" ")) {} }
+        @for (k, &(i, ms, p, lo, hi, tlo, thi)) in pts.iter().enumerate() {
             @let (x, on_front) = (f.x.px(ms), front.contains(&k));
             g.tradeoff data-index=(cells[i].index) data-front=(on_front) {
-                title { (labels[i].full) ": " (pct(p)) " (95%: " (pct(lo)) " – " (pct(hi)) ") at " (format!("{ms:.1}")) " ms a move" }
+                title { (labels[i].full) ": " (pct(p)) " (95%: " (pct(lo)) " – " (pct(hi)) ") at " (format!("{ms:.2}")) " ms a move (95%: " (format!("{tlo:.2} – {thi:.2}")) ")" }
                 line.ci x1=(f1(x)) x2=(f1(x)) y1=(f1(f.y.px(lo))) y2=(f1(f.y.px(hi))) {}
-                circle class=(if on_front { "point sig" } else { "point" }) cx=(f1(x)) cy=(f1(f.y.px(p))) r="5" {}
+                line.ci.time x1=(f1(f.x.px(tlo))) x2=(f1(f.x.px(thi))) y1=(f1(f.y.px(p))) y2=(f1(f.y.px(p))) {}
+                circle class=(if on_front && drawn { "point sig" } else { "point" }) cx=(f1(x)) cy=(f1(f.y.px(p))) r="5" {}
                 text.tick x=(f1(x + 8.0)) y=(f1(f.y.px(p) - 6.0)) { (labels[i].short) }
             }
         }
@@ -267,9 +278,13 @@ pub fn pareto(cells: &[CellView], labels: &[Label], bot1: &str) -> Option<Markup
     Some(html! {
         (f.svg("pareto", "win rate against time per move", &axes, marks))
         ul.legend {
-            li { span.mark.sig {} "on the Pareto front: no other cell is both faster and stronger" }
-            li { span.mark {} "dominated" }
-            li { "bars: 95% intervals" }
+            @if drawn {
+                li { span.mark.sig {} "on the front: no other cell is surely faster (its times' interval wholly below) and as strong, nor as fast (intervals overlapping) and stronger" }
+                li { span.mark {} "dominated" }
+            } @else {
+                li #no-front { "no front: no cell is surely faster than another and at least as strong, so the times here are within their noise" }
+            }
+            li { "bars: 95% intervals of the win rate (up) and of the time a move over the cell's batches (across)" }
         }
     })
 }
@@ -474,7 +489,7 @@ mod tests {
         let convergence = (0..cells)
             .map(|c| (1..=8).map(|k| step(500 * k, 0.40 + 0.01 * c as f64, 0.4 / k as f64)).collect())
             .collect();
-        History { convergence, start: None, bucket_secs: 10, games: Vec::new() }
+        History { convergence, start: None, bucket_secs: 10, games: Vec::new(), ms_per_move: Vec::new() }
     }
 
     fn labels(n: usize) -> Vec<Label> {

@@ -141,7 +141,7 @@ pub async fn page(st: &AppState, d: &Detail, spec: &MatchSpec, selfplay: bool) -
             }
         }
         @if !spec.axes.is_empty() {
-            @if let Some(chart) = plots::pareto(&d.cells, &labels, bot1) {
+            @if let Some(chart) = plots::pareto(&d.cells, &labels, bot1, &h.ms_per_move) {
                 h2 { "Win rate against time per move" }
                 (chart)
             }
