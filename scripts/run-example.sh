@@ -6,7 +6,9 @@
 # `worker experiments show` prints it, and each process's CPU seconds.
 #   scripts/run-example.sh examples/leaves-generations.toml
 # BIN=target/debug uses the debug build (the engine is optimised there too) instead of
-# building a release one; PGURL names the Postgres (a database `lexhive_example` is remade).
+# building a release one; PGURL names the Postgres (a database `lexhive_example` is remade);
+# SHOTS=DIR saves the finished experiment's page as DIR/showcase-NAME-1400.png and -400.png
+# (desktop and phone widths, headless Chromium: scripts/showcase.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EXAMPLE=${1:?usage: scripts/run-example.sh EXAMPLE.toml}
@@ -46,3 +48,11 @@ for i in $(seq 1 "$VOLUNTEERS"); do
 done
 echo "coordinator: $(awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$CP/stat") CPU-s"
 psql "$DATABASE_URL" -Atc "select 'replicated batches: ' || count(*) from (select batch_id from batch_results group by batch_id having count(*) > 1) r"
+if [[ -n ${SHOTS:-} ]]; then
+  name=$(basename "$EXAMPLE" .toml)
+  for size in 1400,${SHOT_HEIGHT:-2200} 400,1500; do
+    ${CHROMIUM:-chromium} --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size="$size" \
+      --screenshot="$SHOTS/showcase-$name-${size%,*}.png" "$URL/experiments/$ID" 2>/dev/null
+  done
+  echo "saved $SHOTS/showcase-$name-1400.png and -400.png"
+fi
