@@ -103,13 +103,17 @@ const OVERLAID: usize = 6;
 /// few cells, one panel a cell for more.
 pub fn convergence(h: &History, labels: &[Label], bot1: &str) -> Markup {
     let max_games = h.convergence.iter().flatten().map(|s| s.games).max().unwrap_or(1).max(1) as f64;
-    // The scale holds every line, and every band from a tenth of the games on: the first
-    // batches' bands span most of 0-100% and would flatten the lines.
+    // The scale holds every line and band from a tenth of the games on: the first probes (a
+    // few games, anywhere from 0 to 100%) would flatten the rest; what they reach beyond the
+    // scale is clipped at the frame.
     let y = || {
-        rate_scale(h.convergence.iter().flatten().flat_map(|s| {
-            let settled = s.games as f64 >= max_games / 10.0;
-            [Some(s.win_rate), s.ci_low.filter(|_| settled), s.ci_high.filter(|_| settled)].into_iter().flatten()
-        }))
+        rate_scale(
+            h.convergence
+                .iter()
+                .flatten()
+                .filter(|s| s.games as f64 >= max_games / 10.0)
+                .flat_map(|s| [Some(s.win_rate), s.ci_low, s.ci_high].into_iter().flatten()),
+        )
     };
     let y_title = format!("win rate of {bot1}");
     let cells: Vec<(usize, &Vec<Step>)> = h.convergence.iter().enumerate().filter(|(_, s)| !s.is_empty()).collect();
@@ -162,11 +166,13 @@ fn cell_marks(f: &Frame, i: usize, steps: &[Step], colour: &str, clip: &str, lab
             polygon.band data-index=(i) clip-path={ "url(#" (clip) ")" } fill=(colour) points=(pts.join(" ")) {}
         }
         @let pts: Vec<String> = steps.iter().map(|s| xy(s.games, s.win_rate)).collect();
-        polyline.series data-index=(i) fill="none" stroke=(colour) stroke-width="2" points=(pts.join(" ")) {
-            title { (labels.get(i).map_or("", |l| l.full.as_str())) }
-        }
-        @for s in steps {
-            circle.step cx=(f1(f.x.px(s.games as f64))) cy=(f1(f.y.px(s.win_rate))) r="2.5" fill=(colour) {}
+        g clip-path={ "url(#" (clip) ")" } {
+            polyline.series data-index=(i) fill="none" stroke=(colour) stroke-width="2" points=(pts.join(" ")) {
+                title { (labels.get(i).map_or("", |l| l.full.as_str())) }
+            }
+            @for s in steps {
+                circle.step cx=(f1(f.x.px(s.games as f64))) cy=(f1(f.y.px(s.win_rate))) r="2.5" fill=(colour) {}
+            }
         }
     }
 }
@@ -202,6 +208,10 @@ pub fn sprt(h: &History, labels: &[Label], bounds: (f64, f64), p0: f64, p1: f64)
             @if !pts.is_empty() {
                 polyline.llr data-index=(i) fill="none" stroke=(PALETTE[i % PALETTE.len()]) stroke-width="2" points=(pts.join(" ")) {
                     title { (labels.get(i).map_or("", |l| l.full.as_str())) }
+                }
+                // Each line named at its end: colours repeat past ten cells, names do not.
+                @if let (Some(s), Some(l)) = (steps.iter().rev().find(|s| s.llr.is_some()), labels.get(i)) {
+                    text.tick.line-end x=(f1(f.x.px(s.games as f64) + 4.0)) y=(f1(f.y.px(s.llr.unwrap_or_default()) + 4.0)) { (l.short) }
                 }
             }
         }
