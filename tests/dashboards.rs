@@ -155,6 +155,12 @@ async fn dashboards_show_finished_experiments_in_chromium() -> Result<()> {
     let out = String::from_utf8_lossy(&out.stdout);
     let line = out.lines().find(|l| l.starts_with(&sprt.to_string())).unwrap();
     assert!(line.contains(&rate) && line.contains(&format!("{llr:.2} ({lo:.2}, {hi:.2})")), "{out}");
+    // `show` gives each SPRT cell its LLR too.
+    let out = std::process::Command::new(bin("worker"))
+        .args(["experiments", "show", &sprt.to_string(), "--coordinator", &coord.url])
+        .output()?;
+    let out = String::from_utf8_lossy(&out.stdout);
+    assert!(out.contains("LLR (bounds)") && out.matches(&format!("{llr:.2} ({lo:.2}, {hi:.2})")).count() == 2, "{out}");
     assert_eq!(count(&list, "<span class=\"status finished\">finished</span>"), 4);
     assert!(list.contains("games/s") || list.contains("games/min"), "rates in a unit that reads: {list}");
     assert!(!list.contains("http-equiv=\"refresh\""), "finished pages stop reloading");

@@ -228,9 +228,17 @@ fn table(e: &Value) -> String {
         }
         return out + &generations(e) + &tuning(e);
     }
+    // An SPRT's cells show their LLR, as fishtest's tests do.
+    let sprt = cells.iter().any(|c| c["sprt_llr"].is_number());
     out += &format!(
-        "{:>4}  {:<32}  {:>13}  {:<17}  {:<19}  {}\n",
-        "cell", "params", "games", "W-D-L", "win rate", "status"
+        "{:>4}  {:<32}  {:>13}  {:<17}  {:<19}  {}{}\n",
+        "cell",
+        "params",
+        "games",
+        "W-D-L",
+        "win rate",
+        if sprt { format!("{:<22}  ", "LLR (bounds)") } else { String::new() },
+        "status"
     );
     for c in cells {
         let rate = match (c["win_rate"].as_f64(), c["ci_low"].as_f64(), c["ci_high"].as_f64()) {
@@ -243,13 +251,18 @@ fn table(e: &Value) -> String {
             Some(why) => format!("{}: {why}", text(&c["status"])),
             None => text(&c["status"]),
         };
+        let cell_llr = |c: &Value| {
+            let v = serde_json::json!({ "llr": c["sprt_llr"], "llr_bounds": c["sprt_bounds"] });
+            format!("{:<22}  ", llr(&v))
+        };
         out += &format!(
-            "{:>4}  {:<32}  {:>13}  {:<17}  {:<19}  {}\n",
+            "{:>4}  {:<32}  {:>13}  {:<17}  {:<19}  {}{}\n",
             text(&c["index"]),
             params(c),
             format!("{}/{}", c["games"], c["target_games"]),
             format!("{}-{}-{}", c["wins"], c["draws"], c["losses"]),
             rate,
+            if sprt { cell_llr(c) } else { String::new() },
             status
         );
     }
