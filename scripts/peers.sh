@@ -59,8 +59,11 @@ done
 # Rollouts: SIM_POSITIONS mid-game positions (40 tiles in the bag, from seeded static self-play),
 # each simulated by both engines with the static top 15 candidates, 2 plies, SIM_ITERS
 # iterations a candidate, opponent rack random, one thread, no early stop; each engine's own
-# report of the simulation's time (load and set-up excluded). MAGPIE's iteration count is its
-# own (it reports the rollouts it made; SIM_ITERS x 6 gives the same number as lexhive's).
+# report of the simulation's time (load and set-up excluded). MAGPIE's `-iterations` is a
+# total over the plays and `-minplayiterations` a floor per play: with the total set to 15 x
+# SIM_ITERS, the floor to SIM_ITERS, round-robin sampling and no stopping condition, each play
+# gets SIM_ITERS rollouts, as lexhive's do, whatever SIM_ITERS is (its `Iters:` is printed to
+# check).
 # SIM_ROUNDS passes over the positions (ROUNDS unless set; SIM_ROUNDS alone with ROUNDS=0 runs
 # only the rollouts), each with both engines' totals.
 SIM_POSITIONS=${SIM_POSITIONS:-5}
@@ -78,8 +81,8 @@ for r in $(seq "${SIM_ROUNDS:-$ROUNDS}"); do
     # MAGPIE reads a line that comes while a command runs as a command to the running one
     # (stop, status): each line waits for the one before.
     theirs=$(cd "$MAGPIE" && {
-      printf 'set -lex %s -threads 1 -plies 2 -numplays 15 -iterations %d -sr rr -threshold none -scondition 99.99\n' \
-        $LEX $((SIM_ITERS * 6))
+      printf 'set -lex %s -threads 1 -plies 2 -numplays 15 -iterations %d -minplayiterations %d -sr rr -threshold none -scondition 99.99\n' \
+        $LEX $((SIM_ITERS * 15)) "$SIM_ITERS"
       sleep 2
       printf 'cgp %s\n' "$cgp"
       sleep 0.5
