@@ -135,6 +135,19 @@ async fn endgame_sets_are_solved_cross_checked_and_liars_caught() -> Result<()> 
 
     // The dashboard, in Chromium.
     let page = dump_dom(&format!("{}/experiments/{id}", coord.url), &dir.0.join("chromium"))?;
+    // On a phone and a desktop: nothing runs off the page, tables scroll inside it, chart text
+    // stays legible (the dashboards' own check, on this page).
+    for width in [400u32, 1400] {
+        let m = layout(&format!("{}/experiments/{id}", coord.url), width, &dir.0.join("chromium")).await?;
+        let viewport = m["viewport"].as_f64().unwrap_or(0.0);
+        assert!(viewport > 0.0 && m["page"].as_f64() <= Some(viewport + 1.0), "at {width}: {m}");
+        for t in m["tables"].as_array().unwrap() {
+            assert!(t["fits"] == true || t["scrolls"] == "auto", "at {width}: table {t}");
+        }
+        for c in m["charts"].as_array().unwrap() {
+            assert!(c["right"].as_f64() <= Some(viewport + 1.0) && c["text"].as_f64() >= Some(11.0), "at {width}: {c}");
+        }
+    }
     screenshot_for_docs(&format!("{}/experiments/{id}", coord.url), &dir.0.join("chromium"), "endgame", 1500)?;
     assert!(page.contains("solved <span id=\"solved\">10</span> / 10"), "{page}");
     assert!(page.contains(&format!("disagreements <span id=\"disagreements\">{}</span>", lied.len())));

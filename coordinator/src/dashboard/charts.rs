@@ -139,7 +139,7 @@ impl Frame {
     /// A small `w` x `h` panel of a set of small multiples, with room above the plot area
     /// for its title.
     pub fn panel(w: f64, h: f64, x: impl Fn(f64, f64) -> Scale, y: impl Fn(f64, f64) -> Scale) -> Self {
-        let (left, right, top, bottom) = (52.0, w - 12.0, 26.0, h - 30.0);
+        let (left, right, top, bottom) = (56.0, w - 14.0, 26.0, h - 40.0);
         Self { w, h, left, right, top, bottom, x: x(left, right), y: y(bottom, top) }
     }
 
