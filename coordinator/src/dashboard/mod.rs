@@ -176,7 +176,7 @@ pub fn contributors(d: &Detail, counted: &str) -> Markup {
 }
 
 /// A value as a label: strings bare, numbers as JSON writes them.
-fn value_text(v: &serde_json::Value) -> String {
+pub fn value_text(v: &serde_json::Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }
 

@@ -128,12 +128,7 @@ impl Served for Leaves {
                 _ => None,
             })
             .max_by_key(|(g, _)| *g);
-        let result = rated.map(|(g, c)| match (c.win_rate, c.ci_low, c.ci_high) {
-            (Some(r), Some(lo), Some(hi)) => {
-                format!("generation {g}: {:.1}% [{:.1}, {:.1}] against greedy", 100.0 * r, 100.0 * lo, 100.0 * hi)
-            }
-            (r, ..) => format!("generation {g}: {:.1}% against greedy", 100.0 * r.unwrap_or_default()),
-        });
+        let result = rated.map(|(g, c)| format!("generation {g}: {} against greedy", Headline::rate_text(c)));
         Headline { result, ..Headline::default() }
     }
 }

@@ -156,14 +156,19 @@ pub struct Headline {
 }
 
 impl Headline {
+    /// A cell's win rate with its 95% interval, `54.2% [52.1, 56.3]`.
+    pub fn rate_text(c: &CellView) -> String {
+        match (c.win_rate, c.ci_low, c.ci_high) {
+            (Some(r), Some(lo), Some(hi)) => format!("{:.1}% [{:.1}, {:.1}]", 100.0 * r, 100.0 * lo, 100.0 * hi),
+            (r, ..) => r.map_or("-".into(), |r| format!("{:.1}%", 100.0 * r)),
+        }
+    }
+
     /// A match's: one cell's win rate with its interval (and its SPRT's LLR); of a grid, the
     /// best cell's.
     pub fn of_matches(cells: &[CellView]) -> Self {
         let rated = |c: &&CellView| c.caveat.is_none() && c.win_rate.is_some();
-        let text = |c: &CellView| match (c.win_rate, c.ci_low, c.ci_high) {
-            (Some(r), Some(lo), Some(hi)) => format!("{:.1}% [{:.1}, {:.1}]", 100.0 * r, 100.0 * lo, 100.0 * hi),
-            (r, ..) => r.map_or("-".into(), |r| format!("{:.1}%", 100.0 * r)),
-        };
+        let text = Self::rate_text;
         match cells {
             [c] => Headline {
                 result: Some(c).filter(rated).map(text).or(c.caveat.map(str::to_string)),
@@ -186,8 +191,7 @@ impl Headline {
 
 /// A cell's grid point as `name=value` pairs.
 pub fn params_text(c: &CellView) -> String {
-    let plain = |v: &serde_json::Value| v.as_str().map_or(v.to_string(), str::to_string);
-    c.params.iter().map(|(k, v)| format!("{k}={}", plain(v))).collect::<Vec<_>>().join(",")
+    c.params.iter().map(|(k, v)| format!("{k}={}", crate::dashboard::value_text(v))).collect::<Vec<_>>().join(",")
 }
 
 /// What a generation of a run made: a table (by sha256), or a tuning step.

@@ -53,7 +53,7 @@ pub fn game_at(replay: &Replay, n: usize, rack: Option<Vec<u8>>, ctx: Ctx) -> Re
         }
         game.scoreless = if mv.kind == Kind::Place && mv.score > 0 { 0 } else { game.scoreless + 1 };
         let mut rack = t.rack.clone();
-        rack.resize(t.rack_size, HIDDEN);
+        rack.resize(t.rack_size(), HIDDEN);
         game.history.push(Turn {
             player: t.player,
             rack,

@@ -48,10 +48,8 @@ pub struct Replay {
 pub struct LoggedTurn {
     pub player: usize,
     /// The rack as the log shows it, with the tiles played added where it did not show them;
-    /// shorter than `rack_size` when partial.
+    /// shorter than [`LoggedTurn::rack_size`] when partial.
     pub rack: Vec<u8>,
-    /// Tiles the player held before the turn, by the rules (seven while the bag lasts).
-    pub rack_size: usize,
     /// The move and its logged score. An exchange of tiles the log does not name holds
     /// `HIDDEN` tiles.
     pub mv: Move,
@@ -69,9 +67,14 @@ pub struct LoggedTurn {
 }
 
 impl LoggedTurn {
+    /// Tiles the player held before the turn, by the rules (seven while the bag lasts).
+    pub fn rack_size(&self) -> usize {
+        self.sizes[self.player]
+    }
+
     /// Whether the log shows the whole rack.
     pub fn rack_complete(&self) -> bool {
-        self.rack.len() == self.rack_size
+        self.rack.len() == self.rack_size()
     }
 
     /// Rack sizes and the bag after the turn.
@@ -455,7 +458,6 @@ impl<'a> Reader<'a> {
         let t = LoggedTurn {
             player: p,
             rack,
-            rack_size: self.sizes[p],
             mv,
             withdrawn: false,
             unknown_words: std::mem::take(&mut self.unknown_words),
