@@ -6,7 +6,8 @@
 //!
 //! content-addressed files in Postgres; the shipped data become the defaults. Value nets (role
 //! `model`) have no default: an experiment's artifacts are its five roles plus the models its CNN
-//! bots name by sha256 (`resolve_models`).
+//! bots name by sha256 (`resolve_models`) and the leave tables its bots name for themselves
+//! (`resolve_tables`, role `bot-leaves` in a batch).
 
 use crate::error::{Error, Result};
 use crate::state::AppState;
@@ -16,15 +17,13 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use engine::tiles::Distribution;
 use sha2::{Digest, Sha256};
-use shared::protocol::ArtifactRef;
+use shared::protocol::{ArtifactRef, BOT_LEAVES};
 use std::path::Path as FsPath;
 
 /// Roles every match job gets, in the order batch specs list them.
 pub const ROLES: [&str; 5] = ["lexicon", "leaves", "distribution", "layout", "winpct"];
 
-/// The role of CNN bots' value nets: an experiment gets the ones its bots name
-/// (`cnn:model=SHA256`), never a default.
-pub const MODEL: &str = "model";
+pub use shared::protocol::MODEL;
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -117,20 +116,42 @@ pub async fn resolve(db: &sqlx::PgPool, pinned: &shared::spec::Artifacts) -> Res
 
 /// The value nets `models` (sha256s from CNN bots' specs), each a `model` artifact here.
 pub async fn resolve_models(db: &sqlx::PgPool, models: &[String]) -> Result<Vec<ArtifactRef>> {
+    resolve_named(db, models, MODEL, MODEL, |sha| {
+        format!(
+            "match: a CNN bot names model={sha}, and this coordinator has no model artifact with that sha256 (add one with `coordinator artifact --role model FILE.onnx`)"
+        )
+    })
+    .await
+}
+
+/// The leave tables bots name for themselves (`leaves=SHA256`), each a `leaves` artifact
+/// here, given to batches as [`BOT_LEAVES`].
+pub async fn resolve_tables(db: &sqlx::PgPool, tables: &[String]) -> Result<Vec<ArtifactRef>> {
+    resolve_named(db, tables, "leaves", BOT_LEAVES, |sha| {
+        format!(
+            "match: a bot names leaves={sha}, and this coordinator has no leaves artifact with that sha256 (add one with `coordinator artifact --role leaves FILE.klv2`)"
+        )
+    })
+    .await
+}
+
+async fn resolve_named(
+    db: &sqlx::PgPool,
+    shas: &[String],
+    stored_as: &str,
+    role: &str,
+    missing: impl Fn(&str) -> String,
+) -> Result<Vec<ArtifactRef>> {
     let mut out = Vec::new();
-    for sha in models {
+    for sha in shas {
         let row: Option<(String, i64)> =
             sqlx::query_as("SELECT name, size FROM artifacts WHERE sha256 = $1 AND role = $2")
                 .bind(sha)
-                .bind(MODEL)
+                .bind(stored_as)
                 .fetch_optional(db)
                 .await?;
-        let (name, size) = row.ok_or_else(|| {
-            Error::unprocessable(format!(
-                "match: a CNN bot names model={sha}, and this coordinator has no model artifact with that sha256 (add one with `coordinator artifact --role model FILE.onnx`)"
-            ))
-        })?;
-        out.push(ArtifactRef { role: MODEL.into(), name, sha256: sha.clone(), size: size as u64 });
+        let (name, size) = row.ok_or_else(|| Error::unprocessable(missing(sha)))?;
+        out.push(ArtifactRef { role: role.into(), name, sha256: sha.clone(), size: size as u64 });
     }
     Ok(out)
 }

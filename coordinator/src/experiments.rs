@@ -36,6 +36,7 @@ pub async fn submit(State(st): State<AppState>, caller: Caller, body: String) ->
     let dist = crate::artifacts::distribution(&st.db, &artifacts).await?;
     spec.check_positions(&dist).map_err(|e| Error::unprocessable(e.to_string()))?;
     artifacts.extend(crate::artifacts::resolve_models(&st.db, &matches::models(&cells)).await?);
+    artifacts.extend(crate::artifacts::resolve_tables(&st.db, &matches::tables(&cells)).await?);
     let needs = experiment::needs(&spec, &cells);
     let id = Uuid::new_v4();
     let mut tx = st.db.begin().await?;

@@ -8,9 +8,10 @@
 //! `static`, `softmax:t=..,bag=..`, `sim:k=..,plies=..,iterations=..,stop=..,ms=..` plus
 //! `infer=sim|static|flat,tau=..,infer_iters=..,infer_k=..,infer_plies=..,max_leaves=.., seq=0|1`
 //! or `oracle=leave|rack`, and `model=..` for a rollout net; static and sim also take `endgame=MS`;
-//! `cnn:model=..,k=..`; `BOTS` lists them for help and errors), the bots. The CNN bot's net is a
-//! `Valuer` that `build_with` gets from a `ModelLoader` (the worker's, through crate `nn`); plain
-//! `build` refuses CNN bots. The simulating bot with `infer=` reads the opponent's leave after each
+//! `cnn:model=..,k=..`; any bot but greedy takes `leaves=..`, a table of its own; `BOTS` lists them
+//! for help and errors), the bots. The CNN bot's net is a `Valuer` and a bot's own table a `Klv`
+//! that `build_with` gets from its `Named` loaders (the worker's: nets through crate `nn`, tables
+//! fetched by sha256); plain `build` refuses CNN bots and reads `leaves=` as a path. The simulating bot with `infer=` reads the opponent's leave after each
 //! of their turns (`infer`) and deals its simulations from the posterior, gated by `infer::gate`;
 //! with `seq=1` it keeps the posterior for the next read. `EndgamePlayer` wraps static or sim: the
 //! solver plays once the bag is empty and, for sim, the pre-endgame with one tile in the bag.
@@ -56,11 +57,35 @@ pub trait Player: Send {
 /// Loads the value net a `cnn:model=...` spec names (a path or an artifact's sha256).
 pub type ModelLoader<'a> = dyn Fn(&str) -> Result<Box<dyn Valuer>, String> + 'a;
 
+/// Loads the leave table a `leaves=...` spec names (a path or an artifact's sha256).
+pub type LeaveLoader<'a> = dyn Fn(&str) -> Result<Arc<Klv>, String> + 'a;
+
+/// Where the data a spec names by `model=` and `leaves=` come from.
+#[derive(Clone, Copy)]
+pub struct Named<'a> {
+    pub models: &'a ModelLoader<'a>,
+    pub leaves: &'a LeaveLoader<'a>,
+}
+
+impl Named<'_> {
+    /// Value nets refused; leave tables read from the path the spec names.
+    pub fn paths() -> Named<'static> {
+        Named {
+            models: &|_| Err("this command cannot load value nets".into()),
+            leaves: &|path| Klv::load(std::path::Path::new(path)).map(Arc::new).map_err(|e| e.to_string()),
+        }
+    }
+}
+
 /// A bot by name and parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub enum BotSpec {
     /// Highest score.
     Greedy,
+    /// `inner` valuing leaves with a table of its own (`leaves=` a `.klv2` path, or a leaves
+    /// artifact's sha256 on a coordinator) instead of the match's: how two tables meet in one
+    /// match. Spelled as `inner`'s parameters plus `leaves=..`.
+    OwnLeaves { inner: Box<BotSpec>, table: String },
     /// Highest static equity: score + `leave_scale` times the leave's value, with opening and
     /// endgame adjustments (`leave_scale` 1 is the table's own weight; 0 plays for score alone).
     Static { leave_scale: f64 },
@@ -128,7 +153,7 @@ pub const SIM_PARAMS: &str = sim_params!();
 pub const BOTS: &str = concat!(
     "greedy, static:leave_scale=X, softmax:t=T,bag=N, ",
     sim_params!(),
-    ", cnn:model=PATH|SHA256,k=N|all; static and sim also take endgame=MS"
+    ", cnn:model=PATH|SHA256,k=N|all; static and sim also take endgame=MS; all but greedy take leaves=PATH|SHA256 (a table of their own)"
 );
 
 /// Most weight `static:leave_scale` may put on the leave.
@@ -187,6 +212,17 @@ impl BotSpec {
 
     fn parse_spec(s: &str) -> Result<Self, String> {
         let mut spelled = Spelled::read(s)?;
+        if let Some(at) = spelled.params.iter().position(|(k, _)| k == "leaves") {
+            let (_, table) = spelled.params.remove(at);
+            if table.is_empty() {
+                return Err(format!("bot `{s}`: leaves names a table: a .klv2 file, or a leaves artifact's sha256"));
+            }
+            return match Self::parse_spec(&spelled.to_string())? {
+                BotSpec::Greedy => Err(format!("bot `{s}`: greedy plays without a leave table")),
+                BotSpec::OwnLeaves { .. } => Err(format!("bot `{s}`: leaves is given twice")),
+                inner => Ok(BotSpec::OwnLeaves { inner: Box::new(inner), table }),
+            };
+        }
         let mut endgame = None;
         if let Some(at) = spelled.params.iter().position(|(k, _)| k == "endgame") {
             let (_, v) = spelled.params.remove(at);
@@ -362,6 +398,15 @@ impl BotSpec {
             BotSpec::Greedy | BotSpec::Static { .. } | BotSpec::Softmax { .. } => true,
             BotSpec::Sim { ms, model, .. } => ms.is_none() && model.is_none(),
             BotSpec::Endgame { .. } | BotSpec::Cnn { .. } => false,
+            BotSpec::OwnLeaves { inner, .. } => inner.deterministic(),
+        }
+    }
+
+    /// The leave table the bot names for itself (`leaves=`), if it does.
+    pub fn own_leaves(&self) -> Option<&str> {
+        match self {
+            BotSpec::OwnLeaves { table, .. } => Some(table),
+            _ => None,
         }
     }
 
@@ -370,45 +415,52 @@ impl BotSpec {
     pub fn model(&self) -> Option<&str> {
         match self {
             BotSpec::Cnn { model, .. } | BotSpec::Sim { model: Some(model), .. } => Some(model),
-            BotSpec::Endgame { inner, .. } => inner.model(),
+            BotSpec::Endgame { inner, .. } | BotSpec::OwnLeaves { inner, .. } => inner.model(),
             BotSpec::Greedy | BotSpec::Static { .. } | BotSpec::Softmax { .. } | BotSpec::Sim { model: None, .. } => {
                 None
             }
         }
     }
 
-    /// Whether the bot needs a leave table.
+    /// Whether the bot needs the match's leave table (greedy needs none, a bot with a table
+    /// of its own plays with that).
     pub fn uses_leaves(&self) -> bool {
-        !matches!(self, BotSpec::Greedy)
+        !matches!(self, BotSpec::Greedy | BotSpec::OwnLeaves { .. })
     }
 
     /// Whether the bot needs a win-probability table.
     pub fn uses_wintable(&self) -> bool {
         match self {
             BotSpec::Sim { .. } => true,
-            BotSpec::Endgame { inner, .. } => inner.uses_wintable(),
+            BotSpec::Endgame { inner, .. } | BotSpec::OwnLeaves { inner, .. } => inner.uses_wintable(),
             BotSpec::Greedy | BotSpec::Static { .. } | BotSpec::Softmax { .. } | BotSpec::Cnn { .. } => false,
         }
     }
 
-    /// The bot, with the data it uses. A simulating bot without a win-probability table is an
+    /// The bot, with the data it uses (`leaves`: the match's table, which a bot with a table
+    /// of its own does not use). A simulating bot without a win-probability table is an
     /// error, and so is a CNN bot: it needs [`BotSpec::build_with`] and a model loader.
     pub fn build(
         &self,
         leaves: Option<Arc<Klv>>,
         table: Option<Arc<WinTable>>,
     ) -> Result<Box<dyn Player>, crate::DataError> {
-        self.build_with(leaves, table, &|_| Err("this command cannot load value nets".into()))
+        self.build_with(leaves, table, Named::paths())
     }
 
-    /// [`BotSpec::build`], with `models` loading the value net of a CNN bot.
+    /// [`BotSpec::build`], with `named` loading the value nets and leave tables the spec names.
     pub fn build_with(
         &self,
         leaves: Option<Arc<Klv>>,
         table: Option<Arc<WinTable>>,
-        models: &ModelLoader,
+        named: Named,
     ) -> Result<Box<dyn Player>, crate::DataError> {
+        let models = named.models;
         Ok(match *self {
+            BotSpec::OwnLeaves { ref inner, table: ref own } => {
+                let own = (named.leaves)(own).map_err(|e| crate::DataError::new("bot", format!("`{self}`: {e}")))?;
+                return inner.build_with(Some(own), table, named);
+            }
             BotSpec::Cnn { ref model, k } => {
                 let net = models(model).map_err(|e| crate::DataError::new("bot", format!("`{self}`: {e}")))?;
                 Box::new(CnnBot { eval: StaticEval::new(leaves), net, k, encoder: None, frames: Vec::new() })
@@ -446,7 +498,7 @@ impl BotSpec {
                 };
                 Box::new(EndgamePlayer {
                     eval: StaticEval::new(leaves.clone()),
-                    inner: inner.build_with(leaves, table, models)?,
+                    inner: inner.build_with(leaves, table, named)?,
                     solver: Solver::new(ENDGAME_TABLE_BYTES),
                     limit: Duration::from_millis(ms),
                     peg,
@@ -501,6 +553,10 @@ impl fmt::Display for BotSpec {
             }
             BotSpec::Cnn { model, k: Some(k) } => write!(f, "cnn:model={model},k={k}"),
             BotSpec::Cnn { model, k: None } => write!(f, "cnn:model={model},k=all"),
+            BotSpec::OwnLeaves { inner, table } => {
+                let inner = inner.to_string();
+                write!(f, "{inner}{}leaves={table}", if inner.contains(':') { ',' } else { ':' })
+            }
         }
     }
 }
@@ -752,7 +808,7 @@ mod tests {
     use super::*;
 
     /// One spec of every bot, parameters set away from their defaults.
-    const EVERY_BOT: [&str; 10] = [
+    const EVERY_BOT: [&str; 12] = [
         "greedy",
         "static",
         "static:leave_scale=0.25",
@@ -763,6 +819,8 @@ mod tests {
         "sim:k=2,plies=2,iterations=10,model=net.onnx",
         "static:endgame=200",
         "cnn:model=net.onnx,k=all",
+        "static:leave_scale=0.5,leaves=other.klv2",
+        "sim:k=2,plies=2,iterations=10,endgame=100,leaves=other.klv2",
     ];
 
     #[test]

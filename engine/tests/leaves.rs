@@ -175,3 +175,45 @@ fn leave_counts_made_apart_fit_the_table_made_in_one_place_and_impossible_counts
         assert_eq!(s.count, 0, "nothing is added from refused counts");
     }
 }
+
+#[test]
+fn a_bot_with_a_table_of_its_own_plays_with_it_whatever_the_match_gives() {
+    use engine::bots::BotSpec;
+    use std::sync::Arc;
+    let lex = enable();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica/enable.klv2");
+    let shipped = Arc::new(Klv::load(&path).unwrap());
+    // A table that values every leave at zero, made from no games: the match's table here.
+    let zero = Arc::new(engine::leavegen::Samples::new(dist()).fit(dist()).unwrap());
+    let own = BotSpec::parse(&format!("static:leaves={}", path.display())).unwrap();
+    assert_eq!(own.own_leaves(), Some(path.to_str().unwrap()));
+    assert!(!own.uses_leaves(), "it needs no table from the match");
+    let game = |spec: &BotSpec, table: &Arc<Klv>| {
+        let mut bots = [spec.build(Some(table.clone()), None).unwrap(), BotSpec::Greedy.build(None, None).unwrap()];
+        let mut mg = engine::movegen::Generator::new();
+        (0..4u64)
+            .map(|i| {
+                engine::autoplay::play_leg(ctx(lex), &mut bots, 9, i, 0, &mut mg)
+                    .game
+                    .history
+                    .iter()
+                    .map(|t| t.mv)
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>()
+    };
+    let with_shipped = game(&BotSpec::STATIC, &shipped);
+    assert_eq!(game(&own, &zero), with_shipped, "its own table, not the match's");
+    assert_ne!(game(&BotSpec::STATIC, &zero), with_shipped, "the tables play differently");
+
+    let missing = BotSpec::parse("static:leaves=/no/such.klv2").unwrap().build(None, None).err().unwrap();
+    assert!(missing.to_string().contains("/no/such.klv2"), "{missing}");
+    for (bad, why) in [
+        ("greedy:leaves=a.klv2", "greedy plays without a leave table"),
+        ("static:leaves=", "leaves names a table"),
+        ("static:leaves=a,leaves=b", "given twice"),
+    ] {
+        let e = BotSpec::parse(bad).unwrap_err().to_string();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+}

@@ -227,6 +227,20 @@ bot2 = "static"
     }
 
     #[test]
+    fn bots_name_their_own_leave_tables_by_sha256() {
+        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        let text = format!(
+            "name = \"x\"\nkind = \"match\"\ngames = 2\n[match]\nbot1 = \"static:leaves={b}\"\nbot2 = \"static\"\n[grid]\n\"bot1.leaves\" = [\"{b}\", \"{a}\"]\n"
+        );
+        let spec = ExperimentSpec::parse(&text).unwrap();
+        let cells = spec.cells().unwrap();
+        assert_eq!(crate::kinds::matches::tables(&cells), [a.clone(), b.clone()]);
+        assert!(models(&cells).is_empty() && needs(&spec, &cells).is_empty());
+        rejects(&text.replace(&format!("\"{a}\""), "\"mine.klv2\""), "grid.\"bot1.leaves\"");
+        rejects(&GRID.replace("bot2 = \"static\"", "bot2 = \"greedy:leaves=x\""), "match.bot2");
+    }
+
+    #[test]
     fn whole_bot_axis() {
         let text = "name = \"x\"\nkind = \"match\"\ngames = 2\n[match]\nbot1 = \"static\"\nbot2 = \"greedy\"\n[grid]\nbot2 = [\"greedy\", \"softmax:t=2\"]\n";
         let cells = ExperimentSpec::parse(text).unwrap().cells().unwrap();

@@ -65,10 +65,19 @@ pub struct Whoami {
 /// [`Version::service`].
 pub const SERVICE: &str = "lexhive";
 
+/// The role of a value net a bot names (`cnn:model=SHA256`).
+pub const MODEL: &str = "model";
+
+/// The role, in a batch's artifacts, of a leave table a bot names for itself
+/// (`static:leaves=SHA256`); stored on the coordinator as a `leaves` artifact.
+pub const BOT_LEAVES: &str = "bot-leaves";
+
 /// A data file a job needs, addressed by the sha256 of its bytes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactRef {
-    /// What the job uses it as: `lexicon`, `leaves`, `distribution` or `layout`.
+    /// What the job uses it as: `lexicon`, `leaves` (the match's table), `distribution`,
+    /// `layout`, `winpct`, or one of a bot's own: [`MODEL`] (a value net its spec names by
+    /// sha256) or [`BOT_LEAVES`] (a leave table its spec names by `leaves=SHA256`).
     pub role: String,
     /// The file name it was registered under (its extension says its format).
     pub name: String,

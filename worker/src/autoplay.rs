@@ -66,6 +66,7 @@ pub fn run(a: Args) -> Result<()> {
         true => Some(Arc::new(crate::data::load_wintable(a.wintable.as_deref())?)),
         false => None,
     };
+    let tables = crate::play::read_tables(&specs).context("a bot's leaves=")?;
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
     // Bots are named as given on the command line (the summary's lines come in bot order).
@@ -74,6 +75,7 @@ pub fn run(a: Args) -> Result<()> {
         data: &data,
         specs,
         leaves,
+        tables,
         table,
         seed: a.seed,
         first_game: 0,

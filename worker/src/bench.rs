@@ -224,6 +224,7 @@ pub fn run(a: Args) -> Result<()> {
             data: &data,
             specs: [BotSpec::STATIC, BotSpec::STATIC],
             leaves: Some(klv.clone()),
+            tables: Default::default(),
             table: None,
             seed: a.seed,
             first_game: 0,

@@ -61,6 +61,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
                     data: &data,
                     specs: [BotSpec::STATIC, BotSpec::STATIC],
                     leaves: table.clone(),
+                    tables: Default::default(),
                     table: None,
                     seed: derive(seed, it as u64),
                     first_game: 0,

@@ -4,19 +4,37 @@
 use crate::data::Data;
 use anyhow::Result;
 use engine::autoplay::play_leg;
-use engine::bots::{BotSpec, Player};
+use engine::bots::{BotSpec, Named, Player};
 use engine::leaves::Klv;
 use engine::movegen::Generator;
 use engine::record::GameRecord;
 use engine::winpct::WinTable;
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::sync::Arc;
+
+/// Leave tables that bots name for themselves (`static:leaves=..`), by the name they give: a
+/// path for the local commands, an artifact's sha256 for a volunteer.
+pub type Tables = HashMap<String, Arc<Klv>>;
+
+/// The tables `specs` name, read from the paths they give.
+pub fn read_tables(specs: &[BotSpec]) -> Result<Tables> {
+    let mut out = Tables::new();
+    for name in specs.iter().filter_map(BotSpec::own_leaves) {
+        if !out.contains_key(name) {
+            out.insert(name.to_string(), Arc::new(Klv::load(std::path::Path::new(name))?));
+        }
+    }
+    Ok(out)
+}
 
 /// A match to play: two bots on shared data.
 pub struct Match<'a> {
     pub data: &'a Data,
     pub specs: [BotSpec; 2],
     pub leaves: Option<Arc<Klv>>,
+    /// The tables bots name for themselves, loaded.
+    pub tables: Tables,
     /// Win-probability table, for simulating bots.
     pub table: Option<Arc<WinTable>>,
     pub seed: u64,
@@ -31,11 +49,18 @@ pub struct Match<'a> {
 
 impl Match<'_> {
     fn bots(&self) -> Result<[Box<dyn Player>; 2]> {
+        let leaves =
+            |name: &str| self.tables.get(name).cloned().ok_or_else(|| format!("no leave table {name} is loaded"));
+        let refuse = |_: &str| Err("value nets are off here".to_string());
         let build = |spec: &BotSpec| match self.net {
             Some(net) => {
-                spec.build_with(self.leaves.clone(), self.table.clone(), &net.args.loader(&self.data.dist, net.models))
+                let models = net.args.loader(&self.data.dist, net.models);
+                let named = Named { models: &models, leaves: &leaves };
+                spec.build_with(self.leaves.clone(), self.table.clone(), named)
             }
-            None => spec.build(self.leaves.clone(), self.table.clone()),
+            None => {
+                spec.build_with(self.leaves.clone(), self.table.clone(), Named { models: &refuse, leaves: &leaves })
+            }
         };
         Ok([build(&self.specs[0])?, build(&self.specs[1])?])
     }

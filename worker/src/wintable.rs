@@ -58,6 +58,7 @@ pub fn run(cmd: Cmd) -> Result<()> {
                 data: &data,
                 specs: [BotSpec::STATIC, BotSpec::STATIC],
                 leaves,
+                tables: Default::default(),
                 table: None,
                 seed,
                 first_game: 0,

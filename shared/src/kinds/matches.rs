@@ -263,25 +263,40 @@ fn text(v: &serde_json::Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }
 
-/// A bot volunteers can play: any bot, but a CNN bot's model is named by the sha256 of an
-/// artifact (volunteers fetch it from the coordinator), never by a path.
+/// A bot volunteers can play: any bot, but the value net and the leave table a bot names for
+/// itself are named by the sha256 of an artifact (volunteers fetch it from the coordinator),
+/// never by a path.
 pub fn volunteer_bot(spec: &str) -> Result<BotSpec, String> {
     let bot = BotSpec::parse(spec).map_err(|e| e.message)?;
-    match bot.model() {
-        Some(model) if !is_sha256(model) => Err(format!(
+    if let Some(model) = bot.model().filter(|m| !is_sha256(m)) {
+        return Err(format!(
             "`{spec}`: volunteers fetch models by sha256: register the file with `coordinator artifact --role model {model}` and name the sha256 it prints (model=SHA256)"
-        )),
-        _ => Ok(bot),
+        ));
     }
+    if let Some(table) = bot.own_leaves().filter(|t| !is_sha256(t)) {
+        return Err(format!(
+            "`{spec}`: volunteers fetch leave tables by sha256: register the file with `coordinator artifact --role leaves {table}` and name the sha256 it prints (leaves=SHA256)"
+        ));
+    }
+    Ok(bot)
 }
 
 /// The sha256s of the value nets the cells' bots play with (CNN bots', simulating bots' for
 /// their rollouts), each once, in order.
 pub fn models(cells: &[CellSpec]) -> Vec<String> {
+    named(cells, BotSpec::model)
+}
+
+/// The sha256s of the leave tables the cells' bots name for themselves, each once, in order.
+pub fn tables(cells: &[CellSpec]) -> Vec<String> {
+    named(cells, BotSpec::own_leaves)
+}
+
+fn named(cells: &[CellSpec], name: fn(&BotSpec) -> Option<&str>) -> Vec<String> {
     let mut out: Vec<String> = cells
         .iter()
         .flat_map(|c| c.bots.iter().flatten())
-        .filter_map(|b| BotSpec::parse(b).ok()?.model().map(str::to_string))
+        .filter_map(|b| name(&BotSpec::parse(b).ok()?).map(str::to_string))
         .collect();
     out.sort();
     out.dedup();

@@ -66,6 +66,7 @@ pub fn play(kit: Kit<'_>, job: &MatchJob, paired: bool, cancel: &AtomicBool) -> 
         data: &loaded.data,
         specs,
         leaves: loaded.leaves.clone(),
+        tables: loaded.tables.clone(),
         table: loaded.table.clone(),
         seed: job.seed,
         first_game: 2 * job.first_pair,

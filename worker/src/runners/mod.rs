@@ -33,6 +33,8 @@ pub struct Loaded {
     pub table: Option<Arc<engine::winpct::WinTable>>,
     /// CNN bots' value nets, by sha256.
     pub models: crate::nets::Models,
+    /// Leave tables bots name for themselves, by sha256.
+    pub tables: crate::play::Tables,
 }
 
 /// What the engine runs batches with.

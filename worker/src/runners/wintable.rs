@@ -49,6 +49,7 @@ pub fn static_selfplay(
         data: &loaded.data,
         specs: [BotSpec::STATIC, BotSpec::STATIC],
         leaves: loaded.leaves.clone(),
+        tables: Default::default(),
         table: None,
         seed,
         first_game: 2 * first_pair,

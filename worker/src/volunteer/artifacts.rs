@@ -9,7 +9,7 @@ use crate::runners::Loaded;
 use anyhow::{Context, Result, bail};
 use engine::leaves::Klv;
 use sha2::{Digest, Sha256};
-use shared::protocol::{ArtifactRef, BatchSpec};
+use shared::protocol::{ArtifactRef, BOT_LEAVES, BatchSpec, MODEL};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -19,6 +19,7 @@ async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], qui
     std::fs::create_dir_all(cache).with_context(|| format!("{}: cannot create", cache.display()))?;
     let mut paths = std::collections::HashMap::new();
     let mut models = crate::nets::Models::new();
+    let mut tables = crate::play::Tables::new();
     for r in refs {
         if r.sha256.len() != 64 || !r.sha256.bytes().all(|c| c.is_ascii_hexdigit()) {
             bail!("artifact {}: bad sha256 `{}`", r.name, r.sha256);
@@ -44,8 +45,11 @@ async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], qui
             crate::data::write_atomic(&path, &bytes)?;
             eprintln!("fetched {} ({} bytes)", r.name, bytes.len());
         }
-        if r.role == "model" {
+        if r.role == MODEL {
             models.insert(r.sha256.clone(), path);
+        } else if r.role == BOT_LEAVES {
+            let klv = Klv::load(&path)?;
+            tables.insert(r.sha256.clone(), Arc::new(klv));
         } else {
             paths.insert(r.role.clone(), path);
         }
@@ -63,7 +67,7 @@ async fn fetch_and_load(client: &Client, cache: &Path, refs: &[ArtifactRef], qui
         Some(p) => Some(Arc::new(engine::winpct::WinTable::load(p)?)),
         None => None,
     };
-    Ok(Loaded { data: Data { dist, layout, kwg }, leaves, table, models })
+    Ok(Loaded { data: Data { dist, layout, kwg }, leaves, table, models, tables })
 }
 
 /// Fetch and load a batch's artifacts while heartbeating it: downloading and loading a

@@ -282,7 +282,8 @@ async fn volunteer(a: Args, name: String, threads: usize, pool: rayon::ThreadPoo
         idle_wait = None;
         fresh = false;
         shed = false;
-        let shas: Vec<String> = batch.artifacts.iter().map(|r| r.sha256.clone()).collect();
+        // By role too: one table may be a batch's own and, in the next, a bot's.
+        let shas: Vec<String> = batch.artifacts.iter().map(|r| format!("{}:{}", r.role, r.sha256)).collect();
         let data = match &loaded {
             Some((s, d)) if *s == shas => d.clone(),
             _ => match fetch_keeping_lease(&client, &cache, &batch, &quit).await {
