@@ -81,7 +81,10 @@ schemas={
    "registration_work":I("leading zero bits of proof of work an owner registration needs (0: none)")}),
  "Whoami": obj({"role":S(enum=["worker","owner","researcher","admin"]),"worker_id":UUID},required=["role"]),
  "Generation": obj({"generation":I("from 0"),"artifact":S("what it made (a leave table), by sha256: GET /artifacts/{sha256}"),
-   "games":I("the games it was made from"),"made_at":TIME},desc="One generation of a run that improves itself."),
+   "games":I("the games it was made from"),"made_at":TIME,
+   "kept":null(S("the artifact the run holds after this generation: its own, or the one its gate kept; the last generation's is the run's result (null while the gate plays)")),
+   "gate":obj({"against":null(S("the table this generation's was held against (null when not gated)")),
+               "verdict":null(S("why the run kept what it kept (null while the gate plays, or not gated)"))},desc="The generation's gate, in a gated leaves run.")},desc="One generation of a run that improves itself."),
  "TuneStep": obj({"iteration":I(),"theta":arr(N(),None,"the parameters before the step, in the spec's order"),
    "c":arr(N(),None,"each parameter's perturbation c_k"),"delta":arr(N(),None,"each parameter's sign, +1 or -1"),
    "score_plus":N("score of theta + c delta against the reference (wins and half the draws)"),"score_minus":N(),
@@ -97,7 +100,7 @@ det["properties"].update({"spec":{"type":"object","description":"the experiment 
   "parked":arr(ref("ParkedBatch")),"waiting_for_others":I("queued batches only a worker of another owner may take (replicas, cross-checks)"),"contributors":arr(ref("Contributor")),"output_sha256":null(S()),
   "needs":arr(S(enum=["onnx","cuda"]),None,"what a worker must run to be given its batches: onnx (a CNN bot), cuda (a GPU)"),
   "log_bytes":I("the counted games' logs (GCG and CSV), gzip-compressed, in the log store"),
-  "generations":arr(ref("Generation"),None,"a run that improves itself (kind leaves): each generation's artifact, in order; the last is the run's result")})
+  "generations":arr(ref("Generation"),None,"a run that improves itself (kind leaves): each generation's artifact, in order; the last one's `kept` is the run's result")})
 det["required"]=list(det["properties"])
 det["properties"]["tuning"]=ref("Tuning")
 schemas["Detail"]=det

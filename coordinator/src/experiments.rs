@@ -19,7 +19,7 @@ use axum::extract::{Path, Query, State};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use shared::experiment::{self, ExperimentSpec};
-use shared::kinds::{JobKind, matches};
+use shared::kinds::{ExperimentKind, JobKind, matches};
 use shared::protocol::Submitted;
 use shared::stats::{Evidence, MatchTally, Sprt, SprtDecision};
 use sqlx::types::Json as Db;
@@ -327,7 +327,7 @@ async fn list_where(db: &sqlx::PgPool, q: &ListQuery) -> Result<Vec<Summary>> {
     let mut cells: HashMap<Uuid, Vec<CellView>> = HashMap::new();
     for r in rows {
         if let Some(spec) = specs.get(&r.experiment_id) {
-            cells.entry(r.experiment_id).or_default().push(r.cell.view(spec.kind.sprt(), spec.kind.job_kind()));
+            cells.entry(r.experiment_id).or_default().push(r.cell.view(&spec.kind));
         }
     }
     for e in &mut list {
@@ -437,6 +437,22 @@ pub struct Generation {
     #[sqlx(try_from = "i64")]
     pub games: u64,
     pub made_at: DateTime<Utc>,
+    /// The artifact the run holds after it: its own, or the one its gate kept; `None` while
+    /// the gate plays. The last generation's is the run's result.
+    pub kept: Option<String>,
+    /// The gate's, where the generation was gated: the table it was held against, and why
+    /// the run kept what it kept (`None` while it plays).
+    #[sqlx(flatten)]
+    pub gate: GateView,
+}
+
+/// A generation's gate, as [`Generation`] shows it.
+#[derive(Clone, Serialize, sqlx::FromRow)]
+pub struct GateView {
+    #[sqlx(rename = "gate_against")]
+    pub against: Option<String>,
+    #[sqlx(rename = "gate_verdict")]
+    pub verdict: Option<String>,
 }
 
 #[derive(Serialize, sqlx::FromRow)]
@@ -492,8 +508,8 @@ pub struct Step {
 /// Most buckets in the throughput series.
 const BUCKETS: i64 = 60;
 
-/// `sprt`: the experiment's test, for each step's LLR.
-pub async fn history(db: &sqlx::PgPool, id: Uuid, sprt: Option<&Sprt>) -> Result<History> {
+/// `kind`: the experiment's, whose cells' tests give each step its LLR.
+pub async fn history(db: &sqlx::PgPool, id: Uuid, kind: &ExperimentKind) -> Result<History> {
     let cell_index: std::collections::HashMap<Uuid, i32> =
         sqlx::query_as("SELECT id, idx FROM cells WHERE experiment_id = $1")
             .bind(id)
@@ -526,7 +542,7 @@ pub async fn history(db: &sqlx::PgPool, id: Uuid, sprt: Option<&Sprt>) -> Result
                 win_rate,
                 ci_low: ci.map(|c| c.0),
                 ci_high: ci.map(|c| c.1),
-                llr: sprt.and_then(|s| s.llr(sum)),
+                llr: kind.sprt(*idx as u32).and_then(|s| s.llr(sum)),
             });
         }
     }
@@ -558,7 +574,7 @@ pub async fn api_history(State(st): State<AppState>, Path(id): Path<Uuid>) -> Re
         .fetch_optional(&st.db)
         .await?
         .ok_or_else(|| Error::not_found(format!("no experiment {id}")))?;
-    Ok(Json(history(&st.db, id, spec.kind.sprt()).await?))
+    Ok(Json(history(&st.db, id, &spec.kind).await?))
 }
 
 /// A cell as stored.
@@ -576,7 +592,8 @@ struct CellRow {
 }
 
 impl CellRow {
-    fn view(self, sprt: Option<&Sprt>, kind: JobKind) -> CellView {
+    fn view(self, experiment: &ExperimentKind) -> CellView {
+        let (sprt, kind) = (experiment.sprt(self.idx as u32), experiment.job_kind());
         let t = self.tally.0;
         let ci = t.interval();
         CellView {
@@ -621,7 +638,7 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
             .fetch_one(db)
             .await?;
     let rows: Vec<CellRow> = sqlx::query_as("SELECT id, idx, params, bots, status, stop_reason, target_units, done_units, tally FROM cells WHERE experiment_id = $1 ORDER BY idx").bind(id).fetch_all(db).await?;
-    let cells: Vec<CellView> = rows.into_iter().map(|r| r.view(spec.kind.sprt(), spec.kind.job_kind())).collect();
+    let cells: Vec<CellView> = rows.into_iter().map(|r| r.view(&spec.kind)).collect();
     let mut summary = summary;
     summary.headline = crate::kinds::headline(&spec.kind, &cells);
     let counts: Vec<(String, i64)> =
@@ -662,7 +679,7 @@ pub async fn detail(db: &sqlx::PgPool, id: Uuid) -> Result<Detail> {
     .fetch_one(db)
     .await?;
     let generations = sqlx::query_as(
-        "SELECT generation, artifact, games, made_at FROM generations WHERE experiment_id = $1 AND artifact IS NOT NULL ORDER BY generation",
+        "SELECT generation, artifact, games, made_at, kept, gate_against, gate_verdict FROM generations WHERE experiment_id = $1 AND artifact IS NOT NULL ORDER BY generation",
     )
     .bind(id)
     .fetch_all(db)

@@ -565,13 +565,13 @@ async fn carve(
     // An SPRT looks again before its LLR could pass a bound by far: a cell near one gets small
     // batches (a verdict after a few hundred games, not thousands past it).
     if kind.plays_bots() {
-        let (Db(tally), Db(spec)): (Db<MatchTally>, Db<ExperimentSpec>) = sqlx::query_as(
-            "SELECT c.tally, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1",
+        let (idx, Db(tally), Db(spec)): (i32, Db<MatchTally>, Db<ExperimentSpec>) = sqlx::query_as(
+            "SELECT c.idx, c.tally, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1",
         )
         .bind(cell)
         .fetch_one(&mut **tx)
         .await?;
-        if let Some(cap) = spec.kind.sprt().and_then(|s| s.batch_pairs(&tally)) {
+        if let Some(cap) = spec.kind.sprt(idx as u32).and_then(|s| s.batch_pairs(&tally)) {
             want = want.min(cap.min(MAX_UNITS as u64) as i64);
         }
     }

@@ -484,6 +484,7 @@ pub async fn settle_batch(tx: &mut Tx<'_>, batch: Uuid, group: Uuid, policy: tru
 #[derive(sqlx::FromRow)]
 struct CellState {
     experiment_id: Uuid,
+    idx: i32,
     tally: Db<MatchTally>,
     status: String,
     done_units: i64,
@@ -492,11 +493,11 @@ struct CellState {
 }
 
 /// Add a batch's units and tally (kinds that play bots) to its cell, and finish or stop the
-/// cell when it is done. When the cell finished now, what its kind made of it
-/// (`kinds::cell_finished`), if anything.
+/// cell when it is done. When the cell finished now (its target or its test's verdict), what
+/// its kind made of it (`kinds::cell_finished`), if anything.
 pub async fn record_in_cell(tx: &mut Tx<'_>, cell: Uuid, units: i64, t: Option<&MatchTally>) -> Result<Option<String>> {
     let c: CellState = sqlx::query_as(
-        "SELECT c.experiment_id, c.tally, c.status, c.done_units, c.target_units, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR NO KEY UPDATE OF c",
+        "SELECT c.experiment_id, c.idx, c.tally, c.status, c.done_units, c.target_units, e.spec FROM cells c JOIN experiments e ON e.id = c.experiment_id WHERE c.id = $1 FOR NO KEY UPDATE OF c",
     )
     .bind(cell)
     .fetch_one(&mut **tx)
@@ -510,7 +511,8 @@ pub async fn record_in_cell(tx: &mut Tx<'_>, cell: Uuid, units: i64, t: Option<&
     if c.status == "running" {
         // Only validated results reach a cell, and only trusted workers validate (`replicas`):
         // no number of untrusted owners decides a test.
-        let sprt = spec.kind.sprt().and_then(|s| sprt_reason(s, s.decide(&sum)));
+        let test = spec.kind.sprt(c.idx as u32);
+        let sprt = test.and_then(|s| sprt_reason(s, s.decide(&sum)));
         let kind = spec.kind.job_kind();
         next_status = match (done >= c.target_units, sprt) {
             // A test that decided on the batch that also reached the target is still its verdict.
@@ -524,7 +526,7 @@ pub async fn record_in_cell(tx: &mut Tx<'_>, cell: Uuid, units: i64, t: Option<&
             )),
             (true, None) => {
                 let mut reason = kind.finished(c.target_units as u64);
-                if spec.kind.sprt().is_some() && sum.evidence() == Evidence::Identical {
+                if test.is_some() && sum.evidence() == Evidence::Identical {
                     reason += "; the bots played alike on every deal, so the SPRT could not decide";
                 }
                 Some(("finished", reason))
@@ -569,7 +571,8 @@ pub async fn record_in_cell(tx: &mut Tx<'_>, cell: Uuid, units: i64, t: Option<&
                 .await?;
         }
     }
-    if matches!(next_status, Some(("finished", _))) {
+    // A test's verdict also ends what the cell was for (a leaves run's gate acts on it).
+    if next_status.is_some() {
         return kinds::cell_finished(tx, &spec.kind, experiment, cell).await;
     }
     Ok(None)

@@ -293,7 +293,7 @@ bot2 = "static"
         let spec = ExperimentSpec::parse(&text).unwrap();
         let ExperimentKind::Selfplay(m) = &spec.kind else { panic!("a selfplay experiment: {spec:?}") };
         assert_eq!(spec.kind.job_kind(), JobKind::Selfplay);
-        assert_eq!((m.games_per_cell, spec.kind.axes().len(), spec.kind.sprt()), (100, 2, None));
+        assert_eq!((m.games_per_cell, spec.kind.axes().len(), spec.kind.sprt(0)), (100, 2, None));
         assert_eq!(spec.cells().unwrap(), ExperimentSpec::parse(GRID).unwrap().cells().unwrap());
         rejects(&format!("{text}\n[sprt]\np0 = 0.5\np1 = 0.55\nalpha = 0.05\nbeta = 0.05\n"), "sprt");
         rejects(&text.replace("games = 100", "games = 3"), "games");

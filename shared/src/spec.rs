@@ -118,6 +118,10 @@ pub struct GenerationsSection {
     pub rate_games: u64,
     #[serde(default = "start_none")]
     pub start: String,
+    /// At most this many games of each new table against the table the run keeps, under the
+    /// experiment's `[sprt]` (a gate); no gate when 0.
+    #[serde(default)]
+    pub gate_games: u64,
 }
 
 fn start_none() -> String {

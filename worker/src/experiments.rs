@@ -311,6 +311,14 @@ fn generations(e: &Value) -> String {
     let mut out = format!("\n{:>10}  {:>9}  {}\n", "generation", "games", "artifact (sha256)");
     for g in made {
         out += &format!("{:>10}  {:>9}  {}\n", text(&g["generation"]), text(&g["games"]), text(&g["artifact"]));
+        // A gated generation says what its gate decided and which table the run holds.
+        if let Some(against) = g["gate"]["against"].as_str() {
+            let verdict = g["gate"]["verdict"].as_str().unwrap_or("the gate is playing");
+            out += &format!("{:>10}  gate against {}: {verdict}\n", "", &against[..12.min(against.len())]);
+            if let Some(kept) = g["kept"].as_str().filter(|k| Some(*k) != g["artifact"].as_str()) {
+                out += &format!("{:>10}  the run holds {kept}\n", "");
+            }
+        }
     }
     out + "download one with GET /api/v1/artifacts/SHA256\n"
 }

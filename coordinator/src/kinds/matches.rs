@@ -113,7 +113,7 @@ pub fn replicable(tally: &MatchTally) -> MatchTally {
 /// the same (its games are a match's, each deal played once) with what its data amounts to.
 pub async fn page(st: &AppState, d: &Detail, spec: &MatchSpec, selfplay: bool) -> Result<Html<String>> {
     let id = d.summary.id;
-    let h = experiments::history(&st.db, id, spec.sprt.as_ref()).await?;
+    let h = experiments::history(&st.db, id, &d.spec.kind).await?;
     let s = &d.summary;
     let labels: Vec<plots::Label> =
         d.cells.iter().map(|c| plots::Label { short: short_label(d, c), full: cell_label(d, c) }).collect();

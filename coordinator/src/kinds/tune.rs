@@ -142,7 +142,7 @@ async fn step(tx: &mut Tx<'_>, spec: &TuneSpec, experiment: Uuid, cell: Uuid, k:
 /// perturbed bots against the reference by iteration, and every step.
 async fn page(st: &AppState, d: &Detail, spec: &TuneSpec) -> Result<Html<String>> {
     let s = &d.summary;
-    let h = experiments::history(&st.db, s.id, None).await?;
+    let h = experiments::history(&st.db, s.id, &d.spec.kind).await?;
     let steps = d.tuning.as_ref().map_or(&[][..], |t| &t.history[..]);
     let now = d.tuning.as_ref().map(|t| &t.params);
     let objective: Vec<(f64, f64, f64)> = steps

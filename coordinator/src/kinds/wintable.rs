@@ -134,7 +134,7 @@ async fn fit(tx: &mut Tx<'_>, experiment: Uuid) -> Result<String> {
 /// P(win) against spread for a few counts of unseen tiles, with a link to the artifact.
 async fn page(st: &AppState, d: &Detail, w: &WintableSpec) -> Result<Html<String>> {
     let s = &d.summary;
-    let h = experiments::history(&st.db, s.id, None).await?;
+    let h = experiments::history(&st.db, s.id, &d.spec.kind).await?;
     let table = match &d.output_sha256 {
         Some(sha) => {
             let (bytes,): (Vec<u8>,) =

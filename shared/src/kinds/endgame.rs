@@ -95,7 +95,7 @@ impl Kind for Endgame {
         None
     }
 
-    fn sprt(_: &EndgameSpec) -> Option<&Sprt> {
+    fn sprt(_: &EndgameSpec, _: u32) -> Option<&Sprt> {
         None
     }
 

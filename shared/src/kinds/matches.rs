@@ -38,7 +38,7 @@ impl Kind for Match {
         Some(spec)
     }
 
-    fn sprt(spec: &MatchSpec) -> Option<&Sprt> {
+    fn sprt(spec: &MatchSpec, _: u32) -> Option<&Sprt> {
         spec.sprt.as_ref()
     }
 
@@ -114,13 +114,7 @@ pub fn parse(f: File, paired: bool) -> Result<MatchSpec, SpecError> {
         volunteer_bot(b).map_err(|message| SpecError { field: field.into(), message })?;
     }
     if let Some(s) = &f.sprt {
-        let ok = |p: f64| p > 0.0 && p < 1.0;
-        if !(ok(s.p0) && ok(s.p1) && s.p0 < s.p1) {
-            return err("sprt", "need 0 < p0 < p1 < 1");
-        }
-        if !(s.alpha > 0.0 && s.alpha < 0.5 && s.beta > 0.0 && s.beta < 0.5) {
-            return err("sprt", "alpha and beta must be between 0 and 0.5");
-        }
+        check_sprt(s)?;
     }
     let mut axes = Vec::new();
     for (name, values) in f.grid {
@@ -261,6 +255,18 @@ fn apply_params(
 /// A grid value as a bot spec's text: strings bare, numbers as JSON writes them.
 fn text(v: &serde_json::Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
+/// An `[sprt]` section's bounds and error rates make a test.
+pub fn check_sprt(s: &Sprt) -> Result<(), SpecError> {
+    let ok = |p: f64| p > 0.0 && p < 1.0;
+    if !(ok(s.p0) && ok(s.p1) && s.p0 < s.p1) {
+        return err("sprt", "need 0 < p0 < p1 < 1");
+    }
+    if !(s.alpha > 0.0 && s.alpha < 0.5 && s.beta > 0.0 && s.beta < 0.5) {
+        return err("sprt", "alpha and beta must be between 0 and 0.5");
+    }
+    Ok(())
 }
 
 /// A bot volunteers can play: any bot, but the value net and the leave table a bot names for

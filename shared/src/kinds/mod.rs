@@ -55,8 +55,8 @@ pub trait Kind {
     fn cells(spec: &Self::Spec, seed: u64) -> Result<Vec<CellSpec>, SpecError>;
     /// The bots and grid, for kinds whose cells play bots.
     fn matchup(spec: &Self::Spec) -> Option<&matches::MatchSpec>;
-    /// A sequential test that may stop a cell early.
-    fn sprt(spec: &Self::Spec) -> Option<&Sprt>;
+    /// The sequential test that may stop cell `cell` early, if it has one.
+    fn sprt(spec: &Self::Spec, cell: u32) -> Option<&Sprt>;
     /// Why a cell finished, from its target in units.
     fn finished(target: u64) -> String;
     /// Units a worker that has not run this kind yet is given: a first batch that finishes
@@ -146,10 +146,10 @@ macro_rules! registry {
                 }
             }
 
-            /// The sequential test that may stop a cell early.
-            pub fn sprt(&self) -> Option<&Sprt> {
+            /// The sequential test that may stop cell `cell` early.
+            pub fn sprt(&self, cell: u32) -> Option<&Sprt> {
                 match self {
-                    $( $(#[cfg($cfg)])? ExperimentKind::$variant(s) => <$kind as Kind>::sprt(s), )+
+                    $( $(#[cfg($cfg)])? ExperimentKind::$variant(s) => <$kind as Kind>::sprt(s, cell), )+
                 }
             }
         }

@@ -40,7 +40,7 @@ impl Kind for Selfplay {
         Some(spec)
     }
 
-    fn sprt(_: &MatchSpec) -> Option<&Sprt> {
+    fn sprt(_: &MatchSpec, _: u32) -> Option<&Sprt> {
         None
     }
 

@@ -51,7 +51,7 @@ impl Kind for Toy {
         None
     }
 
-    fn sprt(_: &ToySpec) -> Option<&Sprt> {
+    fn sprt(_: &ToySpec, _: u32) -> Option<&Sprt> {
         None
     }
 

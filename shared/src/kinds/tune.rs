@@ -137,7 +137,7 @@ impl Kind for Tune {
         None
     }
 
-    fn sprt(_: &TuneSpec) -> Option<&Sprt> {
+    fn sprt(_: &TuneSpec, _: u32) -> Option<&Sprt> {
         None
     }
 

@@ -52,7 +52,7 @@ impl Kind for Wintable {
         None
     }
 
-    fn sprt(_: &WintableSpec) -> Option<&Sprt> {
+    fn sprt(_: &WintableSpec, _: u32) -> Option<&Sprt> {
         None
     }
 
