@@ -8,7 +8,9 @@
 # BIN=target/debug uses the debug build (the engine is optimised there too) instead of
 # building a release one; PGURL names the Postgres (a database `lexhive_example` is remade);
 # SHOTS=DIR saves the finished experiment's page as DIR/showcase-NAME-1400.png and -400.png
-# (desktop and phone widths, headless Chromium: scripts/showcase.sh).
+# (desktop and phone widths, headless Chromium: scripts/showcase.sh). HEAD_TO_HEAD=GAMES, for
+# a run that makes a leave table: the same pool then plays a match of that table's static bot
+# (static:leaves=SHA256) against the static bot with the shipped table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EXAMPLE=${1:?usage: scripts/run-example.sh EXAMPLE.toml}
@@ -29,22 +31,26 @@ TOKEN=$("$BIN/coordinator" token create --role researcher | tail -1)
 OWNER=$("$BIN/worker" owner --coordinator "$URL" --name operator | tail -1)
 "$BIN/coordinator" owner trust operator >/dev/null
 ID=$("$BIN/worker" submit "$EXAMPLE" --coordinator "$URL" --token "$TOKEN" | tail -1)
+# The pool: volunteer 1 is the trusted operator's, the others strangers'; each exits when idle.
+pool() {
+  local pids=() i owner
+  for i in $(seq 1 "$VOLUNTEERS"); do
+    owner=()
+    if [[ $i == 1 ]]; then owner=(--owner-token "$OWNER"); fi
+    /usr/bin/time -a -f "%U %S" -o "$D/cpu-$i" env LEXHIVE_CONFIG_DIR="$D/v$i/config" LEXHIVE_CACHE_DIR="$D/v$i/cache" \
+      "$BIN/worker" volunteer --coordinator "$URL" --name "volunteer-$i" --threads 1 --exit-when-idle "${owner[@]}" \
+      >>"$D/volunteer-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+}
 start=$(date +%s)
-pids=()
-for i in $(seq 1 "$VOLUNTEERS"); do
-  owner=()
-  if [[ $i == 1 ]]; then owner=(--owner-token "$OWNER"); fi
-  /usr/bin/time -f "%U %S" -o "$D/cpu-$i" env LEXHIVE_CONFIG_DIR="$D/v$i/config" LEXHIVE_CACHE_DIR="$D/v$i/cache" \
-    "$BIN/worker" volunteer --coordinator "$URL" --name "volunteer-$i" --threads 1 --exit-when-idle "${owner[@]}" \
-    >"$D/volunteer-$i.log" 2>&1 &
-  pids+=($!)
-done
-wait "${pids[@]}"
+pool
 end=$(date +%s)
 "$BIN/worker" experiments show "$ID" --coordinator "$URL"
 echo "wall: $((end - start)) s with $VOLUNTEERS one-thread volunteers"
 for i in $(seq 1 "$VOLUNTEERS"); do
-  echo "volunteer-$i: $(awk '{print $1 + $2}' "$D/cpu-$i") CPU-s, $(grep -c "uploaded" "$D/volunteer-$i.log") batches uploaded"
+  echo "volunteer-$i: $(awk 'NR == 1 {print $1 + $2}' "$D/cpu-$i") CPU-s, $(grep -c "uploaded" "$D/volunteer-$i.log") batches uploaded"
 done
 echo "coordinator: $(awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$CP/stat") CPU-s"
 psql "$DATABASE_URL" -Atc "select 'replicated batches: ' || count(*) from (select batch_id from batch_results group by batch_id having count(*) > 1) r"
@@ -55,4 +61,14 @@ if [[ -n ${SHOTS:-} ]]; then
       --screenshot="$SHOTS/showcase-$name-${size%,*}.png" "$URL/experiments/$ID" 2>/dev/null
   done
   echo "saved $SHOTS/showcase-$name-1400.png and -400.png"
+fi
+if [[ -n ${HEAD_TO_HEAD:-} ]]; then
+  OUT=$(curl -sf "$URL/api/v1/experiments/$ID" | python3 -c 'import json, sys; print(json.load(sys.stdin)["output_sha256"])')
+  printf '%s\n' "name = \"the run's table against the shipped one\"" 'kind = "match"' "games = $HEAD_TO_HEAD" 'seed = 2028' \
+    '[match]' "bot1 = \"static:leaves=$OUT\"" 'bot2 = "static"' >"$D/head-to-head.toml"
+  ID2=$("$BIN/worker" submit "$D/head-to-head.toml" --coordinator "$URL" --token "$TOKEN" | tail -1)
+  start=$(date +%s)
+  pool
+  "$BIN/worker" experiments show "$ID2" --coordinator "$URL"
+  echo "head to head: $(($(date +%s) - start)) s"
 fi

@@ -85,3 +85,47 @@ async fn an_spsa_run_steps_as_its_scores_say_through_a_restart() -> Result<()> {
     drop(coord);
     db.drop_db().await
 }
+
+/// A CMA-ES run: each iteration plays its population's points (drawn from the state the step
+/// before left, the same on any machine), and each step is CMA-ES's from the counted scores.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cmaes_run_plays_its_points_and_steps_as_their_scores_say() -> Result<()> {
+    let db = TestDb::create().await?;
+    let coord = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
+    let token = researcher_token(&db.url)?;
+    let dir = Scratch::new("cmaes");
+    let text = "name = \"cma leave_scale\"\nkind = \"tune\"\nseed = 8\n[tune]\nbot = \"static:leave_scale=0\"\nagainst = \"static:leave_scale=0\"\niterations = 2\ngames = 20\nmethod = \"cmaes\"\npopulation = 4\n[tune.params.leave_scale]\nstart = 0.2\nmin = 0.0\nmax = 2.0\nc = 0.4\n";
+    let id = submit(&coord.url, &token, &experiment_file(&dir.0, "cma.toml", text))?;
+    let mut v = volunteer(&coord.url, "cma-volunteer", &dir.0.join("v"), &["--exit-when-idle", "--threads", "2"])?;
+    let done = wait_for_status(&coord.url, id, &["finished", "failed"], Duration::from_secs(300)).await;
+    let _ = v.wait();
+    let done = done?;
+    assert_eq!(done["status"], "finished", "{done}");
+    let spec: ExperimentSpec = serde_json::from_value(done["spec"].clone())?;
+    let ExperimentKind::Tune(t) = &spec.kind else { panic!("{spec:?}") };
+    let steps: Vec<Step> = serde_json::from_value(done["tuning"]["history"].clone())?;
+    let cells = done["cells"].as_array().context("cells")?;
+    assert_eq!((steps.len(), cells.len()), (2, 8), "{done}");
+    let mut state = t.cma_start();
+    for (k, step) in steps.iter().enumerate() {
+        let mine = &cells[4 * k..4 * k + 4];
+        let points = t.points(spec.seed, k as u32, &state);
+        for (c, p) in mine.iter().zip(&points) {
+            assert_eq!(c["bots"][0].as_str(), Some(t.bot_at(p).map_err(anyhow::Error::msg)?.as_str()), "{c}");
+            assert_eq!(c["games"], 20, "{c}");
+        }
+        let scores: Vec<f64> = mine
+            .iter()
+            .map(|c| (c["wins"].as_f64().unwrap() + c["draws"].as_f64().unwrap() / 2.0) / c["games"].as_f64().unwrap())
+            .collect();
+        let want = t.cma_step(spec.seed, k as u32, &state, &scores);
+        assert_eq!(step, &want, "iteration {k}");
+        state = want.cma.clone().context("state")?;
+    }
+    assert_eq!(done["tuning"]["params"]["leave_scale"].as_f64(), Some(steps[1].next[0]), "{done}");
+    check_documented(&coord.url, "/experiments/{id}", &format!("/experiments/{id}")).await?;
+    let page = dump_dom(&format!("{}/experiments/{id}", coord.url), &dir.0.join("chromium"))?;
+    assert!(page.contains("tune (CMA-ES)") && page.contains("best score"), "{page}");
+    drop(coord);
+    db.drop_db().await
+}

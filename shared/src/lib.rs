@@ -5,6 +5,7 @@
 //! Every type here is serialised as JSON on the wire and in Postgres; a change that breaks old
 //! peers bumps [`PROTOCOL_VERSION`] (the rules are in [`protocol`]'s documentation).
 
+pub mod cmaes;
 pub mod experiment;
 pub mod kinds;
 pub mod protocol;

@@ -141,6 +141,8 @@ pub struct TuneSection {
     pub games: u64,
     #[serde(default = "spsa")]
     pub method: String,
+    /// CMA-ES's points per iteration (default `4 + floor(3 ln n)`).
+    pub population: Option<u32>,
     pub params: BTreeMap<String, ParamSection>,
 }
 
@@ -155,7 +157,8 @@ pub struct ParamSection {
     pub start: f64,
     pub min: f64,
     pub max: f64,
-    /// The perturbation at the first iteration (default a tenth of the range).
+    /// The perturbation at the first iteration, SPSA's, or CMA-ES's first spread (default a
+    /// tenth of the range).
     pub c: Option<f64>,
     /// The step gain (default: a 10-point score edge moves the value by `c` at first).
     pub a: Option<f64>,

@@ -285,7 +285,13 @@ fn tuning(e: &Value) -> String {
             .collect::<Vec<_>>()
             .join(",")
     };
-    let mut out = format!("\n{:>9}  {:<28}  {:>7}  {:>7}  {}\n", "iteration", "before", "score+", "score-", "after");
+    // SPSA's two scores are its perturbed bots'; CMA-ES's, its best and worst point's.
+    let cma = t["history"]
+        .as_array()
+        .and_then(|h| h.first())
+        .is_some_and(|st| st["delta"].as_array().is_some_and(Vec::is_empty));
+    let (plus, minus) = if cma { ("best", "worst") } else { ("score+", "score-") };
+    let mut out = format!("\n{:>9}  {:<28}  {:>7}  {:>7}  {}\n", "iteration", "before", plus, minus, "after");
     for st in t["history"].as_array().map(Vec::as_slice).unwrap_or_default() {
         let pct = |v: &Value| v.as_f64().map_or("-".into(), |x| format!("{:.1}%", 100.0 * x));
         out += &format!(

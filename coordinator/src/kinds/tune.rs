@@ -1,9 +1,9 @@
-//! `tune`: each cell is a match of a perturbed bot against the reference (`super::matches`:
-//! its job, checks and verification, on its iteration's deals), judged against replicas. When
-//! both cells of an iteration are counted, the transaction that counted the second takes the
-//! SPSA step (`shared::kinds::tune`), records it in `generations`, and starts the next
-//! iteration's two cells with the bots the new parameters give, so a run resumes exactly after
-//! a restart.
+//! `tune`: each cell is a match of a perturbed bot (SPSA) or a drawn point (CMA-ES) against
+//! the reference (`super::matches`: its job, checks and verification, on its iteration's
+//! deals), judged against replicas. When every cell of an iteration is counted, the transaction
+//! that counted the last takes the step (`shared::kinds::tune`), records it in `generations`
+//! (CMA-ES's state with it), and starts the next iteration's cells with the bots the new
+//! parameters give, so a run resumes exactly after a restart.
 
 use super::{Batch, Headline, Served, Tx, Upload, matches};
 use crate::dashboard::{batch_counts, contributors, live, page as frame, plots, progress, rate, thousands, waits};
@@ -16,7 +16,7 @@ use axum::response::Html;
 use maud::html;
 use shared::experiment::ExperimentSpec;
 use shared::kinds::matches::MatchJob;
-use shared::kinds::tune::{Step, Tune, TuneSpec};
+use shared::kinds::tune::{Method, Step, Tune, TuneSpec};
 use shared::stats::MatchTally;
 use sqlx::PgConnection;
 use sqlx::types::Json as Db;
@@ -26,18 +26,18 @@ impl Served for Tune {
     const REPLICATED: bool = true;
     const LOGS_GAMES: bool = true;
 
-    fn job(seed: u64, _: &TuneSpec, b: &Batch) -> Result<MatchJob> {
-        matches::job(iteration_seed(seed, b), b)
+    fn job(seed: u64, spec: &TuneSpec, b: &Batch) -> Result<MatchJob> {
+        matches::job(iteration_seed(seed, spec, b), b)
     }
 
     async fn verify(
         st: &AppState,
         b: &Batch,
-        _: &TuneSpec,
+        spec: &TuneSpec,
         tally: MatchTally,
         logs: Texts,
     ) -> Result<std::result::Result<(), String>> {
-        matches::verify(st, b, iteration_seed(b.spec.seed, b), tally, logs, true).await
+        matches::verify(st, b, iteration_seed(b.spec.seed, spec, b), tally, logs, true).await
     }
 
     async fn check(_: &mut PgConnection, b: &Batch, tally: &MatchTally) -> Result<()> {
@@ -55,7 +55,7 @@ impl Served for Tune {
     async fn cell_finished(tx: &mut Tx<'_>, spec: &TuneSpec, experiment: Uuid, cell: Uuid) -> Result<Option<String>> {
         let (index,): (i32,) =
             sqlx::query_as("SELECT idx FROM cells WHERE id = $1").bind(cell).fetch_one(&mut **tx).await?;
-        step(tx, spec, experiment, cell, TuneSpec::cell(index as u32).0).await
+        step(tx, spec, experiment, cell, spec.iteration(index as u32)).await
     }
 
     async fn page(st: &AppState, d: &Detail, spec: &TuneSpec) -> Result<Html<String>> {
@@ -75,8 +75,8 @@ impl Served for Tune {
 }
 
 /// The deals of the batch's iteration.
-fn iteration_seed(seed: u64, b: &Batch) -> u64 {
-    TuneSpec::iteration_seed(seed, TuneSpec::cell(b.cell_index as u32).0)
+fn iteration_seed(seed: u64, spec: &TuneSpec, b: &Batch) -> u64 {
+    TuneSpec::iteration_seed(seed, spec.iteration(b.cell_index as u32))
 }
 
 /// A side's score against the reference: wins and half the draws, a fraction of its games.
@@ -84,37 +84,54 @@ fn score(t: &MatchTally) -> f64 {
     (t.wins as f64 + t.draws as f64 / 2.0) / t.games.max(1) as f64
 }
 
-/// Iteration `k`'s step, once both its cells are counted; the next iteration's cells started.
-/// Two transactions that finish an iteration's two cells take turns (`settle_experiment`'s
-/// lock, taken before this), so the second sees the first's cell finished and steps, once.
+/// Iteration `k`'s step, once all its cells are counted; the next iteration's cells started.
+/// Two transactions that finish an iteration's last cells take turns (`settle_experiment`'s
+/// lock, taken before this), so the last sees the others finished and steps, once.
 async fn step(tx: &mut Tx<'_>, spec: &TuneSpec, experiment: Uuid, cell: Uuid, k: u32) -> Result<Option<String>> {
-    let sides: Vec<(String, Db<MatchTally>)> =
-        sqlx::query_as("SELECT status, tally FROM cells WHERE experiment_id = $1 AND idx IN ($2, $2 + 1) ORDER BY idx")
-            .bind(experiment)
-            .bind(2 * k as i32)
-            .fetch_all(&mut **tx)
-            .await?;
-    let [(plus_status, Db(plus)), (minus_status, Db(minus))] = &sides[..] else {
-        return Err(Error::internal(format!("iteration {k} of tuning run {experiment} has not two cells")));
-    };
-    if plus_status != "finished" || minus_status != "finished" {
+    let width = spec.method.width() as i32;
+    let cells: Vec<(String, Db<MatchTally>)> = sqlx::query_as(
+        "SELECT status, tally FROM cells WHERE experiment_id = $1 AND idx >= $2 AND idx < $2 + $3 ORDER BY idx",
+    )
+    .bind(experiment)
+    .bind(width * k as i32)
+    .bind(width)
+    .fetch_all(&mut **tx)
+    .await?;
+    if cells.len() != width as usize {
+        return Err(Error::internal(format!("iteration {k} of tuning run {experiment} has not {width} cells")));
+    }
+    if cells.iter().any(|(status, _)| status != "finished") {
         return Ok(None);
     }
+    let scores: Vec<f64> = cells.iter().map(|(_, t)| score(t)).collect();
+    let games = cells.iter().map(|(_, t)| t.games).sum();
     let (Db(e),): (Db<ExperimentSpec>,) =
         sqlx::query_as("SELECT spec FROM experiments WHERE id = $1").bind(experiment).fetch_one(&mut **tx).await?;
-    let theta = if k == 0 {
-        spec.params.iter().map(|p| p.start).collect()
-    } else {
-        let (Db(before),): (Db<Step>,) =
-            sqlx::query_as("SELECT step FROM generations WHERE experiment_id = $1 AND generation = $2")
-                .bind(experiment)
-                .bind(k as i32 - 1)
-                .fetch_one(&mut **tx)
-                .await?;
-        before.next
+    let before: Option<Step> = match k {
+        0 => None,
+        _ => {
+            let (Db(s),): (Db<Step>,) =
+                sqlx::query_as("SELECT step FROM generations WHERE experiment_id = $1 AND generation = $2")
+                    .bind(experiment)
+                    .bind(k as i32 - 1)
+                    .fetch_one(&mut **tx)
+                    .await?;
+            Some(s)
+        }
     };
-    let s = spec.step(e.seed, k, &theta, score(plus), score(minus));
-    let games = plus.games + minus.games;
+    let s = match spec.method {
+        Method::Spsa => {
+            let theta = before.map_or_else(|| spec.params.iter().map(|p| p.start).collect(), |b| b.next);
+            spec.step(e.seed, k, &theta, scores[0], scores[1])
+        }
+        Method::Cmaes { .. } => {
+            let state = match before {
+                Some(b) => b.cma.ok_or_else(|| Error::internal(format!("iteration {} kept no CMA-ES state", k - 1)))?,
+                None => spec.cma_start(),
+            };
+            spec.cma_step(e.seed, k, &state, &scores)
+        }
+    };
     let recorded = super::record_generation(tx, experiment, k, cell, super::Made::Step(&s), games).await?;
     if !recorded {
         return Ok(Some(format!("iteration {k} stepped before; its step stays")));
@@ -122,13 +139,21 @@ async fn step(tx: &mut Tx<'_>, spec: &TuneSpec, experiment: Uuid, cell: Uuid, k:
     let spelled: Vec<String> =
         spec.params.iter().zip(&s.next).map(|(p, v)| format!("{}={}", p.name, p.spell(*v))).collect();
     if k + 1 < spec.iterations {
-        let bots = spec.perturbed(e.seed, k + 1, &s.next).map_err(Error::internal)?;
-        for (side, bot) in bots.into_iter().enumerate() {
+        let bots: Vec<String> = match &s.cma {
+            None => spec.perturbed(e.seed, k + 1, &s.next).map_err(Error::internal)?.into(),
+            Some(state) => spec
+                .points(e.seed, k + 1, state)
+                .iter()
+                .map(|p| spec.bot_at(p))
+                .collect::<std::result::Result<_, _>>()
+                .map_err(Error::internal)?,
+        };
+        for (i, bot) in bots.into_iter().enumerate() {
             sqlx::query(
                 "UPDATE cells SET bots = $3, status = 'running' WHERE experiment_id = $1 AND idx = $2 AND status = 'waiting'",
             )
             .bind(experiment)
-            .bind(2 * (k as i32 + 1) + side as i32)
+            .bind(width * (k as i32 + 1) + i as i32)
             .bind(Db([bot, spec.against.clone()]))
             .execute(&mut **tx)
             .await?;
@@ -148,15 +173,27 @@ async fn page(st: &AppState, d: &Detail, spec: &TuneSpec) -> Result<Html<String>
     let objective: Vec<(f64, f64, f64)> = steps
         .iter()
         .map(|st| {
-            let p = (st.score_plus + st.score_minus) / 2.0;
-            (st.iteration as f64, p, 1.96 * (p * (1.0 - p) / (2 * spec.games) as f64).sqrt())
+            let n = st.tried.len().max(2);
+            let p = match st.tried.is_empty() {
+                true => (st.score_plus + st.score_minus) / 2.0,
+                false => st.tried.iter().map(|t| t.score).sum::<f64>() / n as f64,
+            };
+            (st.iteration as f64, p, 1.96 * (p * (1.0 - p) / (n as u64 * spec.games) as f64).sqrt())
         })
         .collect();
     let body = html! {
         p.meta {
             span class={ "status " (s.status) } #status { (s.status) }
-            " tune (SPSA): " b { (spec.bot) } " against " b { (spec.against) } ", " (spec.iterations) " iterations of 2 x "
-            (thousands(spec.games as f64)) " games (the two perturbed bots, on the same paired deals, new ones each iteration); seed " (d.spec.seed)
+            @match spec.method {
+                Method::Spsa => {
+                    " tune (SPSA): " b { (spec.bot) } " against " b { (spec.against) } ", " (spec.iterations) " iterations of 2 x "
+                    (thousands(spec.games as f64)) " games (the two perturbed bots, on the same paired deals, new ones each iteration); seed " (d.spec.seed)
+                }
+                Method::Cmaes { population } => {
+                    " tune (CMA-ES): " b { (spec.bot) } " against " b { (spec.against) } ", " (spec.iterations) " iterations of " (population) " x "
+                    (thousands(spec.games as f64)) " games (each point drawn around the mean, on the same paired deals, new ones each iteration); seed " (d.spec.seed)
+                }
+            }
         }
         @if !d.spec.description.is_empty() { p { (d.spec.description) } }
         p #progress { (progress(s.games, s.target_games)) " games · " (rate(s.games_per_hour, "games")) " · " (batch_counts(d)) }
@@ -175,17 +212,24 @@ async fn page(st: &AppState, d: &Detail, spec: &TuneSpec) -> Result<Html<String>
             @if !steps.is_empty() {
                 @let path: Vec<(f64, f64, f64)> = steps.iter().map(|st| (st.iteration as f64, st.theta[i], st.c[i]))
                     .chain(steps.last().map(|st| ((st.iteration + 1) as f64, st.next[i], 0.0))).collect();
-                h2 { code { (p.name) } " by iteration, with the perturbations tried (the band: ± c)" }
+                h2 { code { (p.name) } " by iteration, with " @match spec.method {
+                    Method::Spsa => "the perturbations tried (the band: ± c)",
+                    Method::Cmaes { .. } => "the search's spread (the band: ± one standard deviation)",
+                } }
                 (plots::trajectory(&format!("param-{i}"), &p.name, &path, (p.min, p.max)))
             }
         }
         @if !objective.is_empty() {
-            h2 { "Score of the perturbed bots against " (spec.against) " (mean of the two, with 95% intervals)" }
+            h2 { "Score of the " (if spec.method == Method::Spsa { "perturbed bots" } else { "points" }) " against " (spec.against) " (mean of the iteration's, with 95% intervals)" }
             (plots::trajectory("objective", "score", &objective, (0.0, 1.0)))
         }
         h2 { "Steps" }
         table #steps {
-            tr { th { "iteration" } th { "before" } th { "score +" } th { "score −" } th { "after" } }
+            @if spec.method == Method::Spsa {
+                tr { th { "iteration" } th { "before" } th { "score +" } th { "score −" } th { "after" } }
+            } @else {
+                tr { th { "iteration" } th { "mean before" } th { "best score" } th { "worst score" } th { "mean after" } }
+            }
             @for st in steps {
                 tr.step data-iteration=(st.iteration) {
                     td { (st.iteration) }

@@ -1,17 +1,21 @@
 //! `tune`: a bot's parameters tuned on the volunteers by SPSA (simultaneous perturbation
-//! stochastic approximation, the scheme fishtest tunes chess engines with). Iteration `k`
+//! stochastic approximation, the scheme fishtest tunes chess engines with) or by CMA-ES
+//! (`crate::cmaes`: each iteration `population` points drawn around the mean, each played
+//! against the reference, the mean moved to the weighted best half). SPSA's iteration `k`
 //! perturbs every parameter at once, `theta ± c_k * delta` (`delta` a seeded random sign per
 //! parameter), and plays each of the two bots against a reference bot on the same paired deals;
 //! the difference of their scores estimates the gradient, and the coordinator moves `theta` up
 //! it by `a_k`, within the parameters' bounds. Gains follow Spall's schedules, as fishtest's do:
 //! `c_k = c / (k + 1)^0.101`, `a_k = a / (A + k + 1)^0.602`, `A` a tenth of the iterations.
 //!
-//! Every cell is stored at submission: iteration `k` is cells `2k` (`theta + c_k delta` against
-//! the reference) and `2k + 1` (`theta - c_k delta`), each `games` games; the cells of later
-//! iterations wait for the update that gives their bots (`CellSpec::waits`).
+//! Every cell is stored at submission: SPSA's iteration `k` is cells `2k` (`theta + c_k delta`
+//! against the reference) and `2k + 1` (`theta - c_k delta`); CMA-ES's is cells `lambda k + i`,
+//! its `lambda` points; each `games` games. The cells of later iterations wait for the update
+//! that gives their bots (`CellSpec::waits`).
 
 use super::Kind;
 use super::matches::{MatchJob, MatchSpec, volunteer_bot};
+use crate::cmaes::{self, Cma};
 use crate::spec::{CellSpec, File, MAX_GAMES, MAX_GAMES_PER_CELL, SpecError, err};
 use crate::stats::{MatchTally, Sprt};
 use engine::bots::{BotSpec, Spelled};
@@ -25,6 +29,8 @@ pub struct Tune;
 pub const MAX_ITERATIONS: u32 = 1000;
 /// Most parameters one run may tune.
 pub const MAX_PARAMS: usize = 20;
+/// Most points a CMA-ES iteration may play.
+pub const MAX_POPULATION: u32 = 64;
 /// Spall's exponents for the gain sequences (fishtest's too).
 const ALPHA: f64 = 0.602;
 const GAMMA: f64 = 0.101;
@@ -65,14 +71,26 @@ impl Kind for Tune {
         if t.games < 2 || t.games % 2 == 1 || t.games > MAX_GAMES_PER_CELL {
             return err("tune.games", format!("must be even (deals are paired), 2 to {MAX_GAMES_PER_CELL}"));
         }
-        if (2 * t.games).saturating_mul(t.iterations as u64) > MAX_GAMES {
-            return err("tune", format!("2 x games x iterations is more than {MAX_GAMES} games"));
-        }
-        if t.method != "spsa" {
-            return err("tune.method", format!("`{}`: the one method is `spsa`", t.method));
-        }
         if t.params.is_empty() || t.params.len() > MAX_PARAMS {
             return err("tune.params", format!("1 to {MAX_PARAMS} parameters, each a [tune.params.NAME] table"));
+        }
+        let method = match (t.method.as_str(), t.population) {
+            ("spsa", None) => Method::Spsa,
+            ("spsa", Some(_)) => {
+                return err("tune.population", "SPSA plays two bots an iteration; population is CMA-ES's");
+            }
+            ("cmaes", population) => {
+                let population = population.unwrap_or_else(|| cmaes::default_lambda(t.params.len()));
+                if !(2..=MAX_POPULATION).contains(&population) {
+                    return err("tune.population", format!("2 to {MAX_POPULATION} points an iteration"));
+                }
+                Method::Cmaes { population }
+            }
+            (other, _) => return err("tune.method", format!("`{other}`: `spsa` or `cmaes`")),
+        };
+        let width = method.width() as u64;
+        if (width * t.games).saturating_mul(t.iterations as u64) > MAX_GAMES {
+            return err("tune", format!("{width} x games x iterations is more than {MAX_GAMES} games"));
         }
         let mut params = Vec::new();
         for (name, p) in t.params {
@@ -99,7 +117,7 @@ impl Kind for Tune {
             }
             params.push(param);
         }
-        Ok(TuneSpec { bot: t.bot, against: t.against, iterations: t.iterations, games: t.games, params })
+        Ok(TuneSpec { bot: t.bot, against: t.against, iterations: t.iterations, games: t.games, params, method })
     }
 
     fn check(_: &TuneSpec, _: &Distribution) -> Result<(), SpecError> {
@@ -107,21 +125,24 @@ impl Kind for Tune {
     }
 
     fn cells(spec: &TuneSpec, seed: u64) -> Result<Vec<CellSpec>, SpecError> {
-        let start: Vec<f64> = spec.params.iter().map(|p| p.start).collect();
+        let width = spec.method.width();
         let mut cells = Vec::new();
         for k in 0..spec.iterations {
             let bots = if k == 0 {
-                spec.perturbed(seed, 0, &start).map_err(|m| SpecError { field: "tune.params".into(), message: m })?
+                spec.first_bots(seed).map_err(|m| SpecError { field: "tune.params".into(), message: m })?
             } else {
                 // Placeholders until the update before gives them: the bots as written.
-                [spec.bot.clone(), spec.bot.clone()]
+                vec![spec.bot.clone(); width as usize]
             };
-            for (side, bot) in bots.into_iter().enumerate() {
+            for (i, bot) in bots.into_iter().enumerate() {
                 let mut params = serde_json::Map::new();
                 params.insert("iteration".into(), k.into());
-                params.insert("side".into(), (if side == 0 { "plus" } else { "minus" }).into());
+                match spec.method {
+                    Method::Spsa => params.insert("side".into(), (if i == 0 { "plus" } else { "minus" }).into()),
+                    Method::Cmaes { .. } => params.insert("point".into(), i.into()),
+                };
                 cells.push(CellSpec {
-                    index: 2 * k + side as u32,
+                    index: width * k + i as u32,
                     params,
                     bots: Some([bot, spec.against.clone()]),
                     target: spec.games / 2,
@@ -162,7 +183,7 @@ impl Kind for Tune {
     }
 }
 
-/// A tuning run: the bot, its reference, and its parameters.
+/// A tuning run: the bot, its reference, its parameters, and how it searches.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TuneSpec {
     pub bot: String,
@@ -170,6 +191,29 @@ pub struct TuneSpec {
     pub iterations: u32,
     pub games: u64,
     pub params: Vec<Param>,
+    #[serde(default)]
+    pub method: Method,
+}
+
+/// How a tuning run searches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "lowercase")]
+pub enum Method {
+    #[default]
+    Spsa,
+    Cmaes {
+        population: u32,
+    },
+}
+
+impl Method {
+    /// Cells an iteration plays.
+    pub fn width(self) -> u32 {
+        match self {
+            Method::Spsa => 2,
+            Method::Cmaes { population } => population,
+        }
+    }
 }
 
 /// A tuned parameter.
@@ -196,26 +240,55 @@ impl Param {
 
     /// The value as the bot's spec spells it.
     pub fn spell(&self, value: f64) -> String {
-        let v = value.clamp(self.min, self.max);
-        if self.integer { format!("{}", v.round() as i64) } else { format!("{}", (v * 1e6).round() / 1e6) }
+        format!("{}", self.played(value))
+    }
+
+    /// The value a bot plays: within the bounds, rounded where whole, to six places else.
+    pub fn played(&self, value: f64) -> f64 {
+        let v = self.clamp(value);
+        if self.integer { v.round() } else { (v * 1e6).round() / 1e6 }
+    }
+
+    pub fn clamp(&self, value: f64) -> f64 {
+        value.clamp(self.min, self.max)
+    }
+
+    /// The value in coordinates where the range is `[0, 1]`.
+    pub fn unit(&self, value: f64) -> f64 {
+        (value - self.min) / (self.max - self.min)
     }
 }
 
-/// One SPSA step: what iteration `k` played and what it moved `theta` to.
+/// One step: what iteration `k` played and what it moved `theta` to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub iteration: u32,
-    /// The parameters before the step.
+    /// The parameters before the step (CMA-ES: its mean).
     pub theta: Vec<f64>,
-    /// The perturbation's size per parameter, `c_k`, and its sign, `delta`.
+    /// Each parameter's spread this iteration: SPSA's perturbation `c_k`; CMA-ES's standard
+    /// deviation, `sigma sqrt(C_ii)` in the parameter's units.
     pub c: Vec<f64>,
+    /// SPSA's sign per parameter; empty for CMA-ES.
     pub delta: Vec<f64>,
-    /// Score (wins + half the draws, a fraction) of `theta + c delta` and of `theta - c delta`
-    /// against the reference.
+    /// Score (wins + half the draws, a fraction) against the reference: SPSA's of `theta + c
+    /// delta` and of `theta - c delta`; CMA-ES's best and worst point's.
     pub score_plus: f64,
     pub score_minus: f64,
     /// The parameters after the step.
     pub next: Vec<f64>,
+    /// Every bot the iteration played: its parameters as played and its score.
+    #[serde(default)]
+    pub tried: Vec<Tried>,
+    /// CMA-ES's state after the step, which the next iteration draws from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cma: Option<Cma>,
+}
+
+/// A point an iteration played.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tried {
+    pub params: Vec<f64>,
+    pub score: f64,
 }
 
 impl TuneSpec {
@@ -265,12 +338,90 @@ impl TuneSpec {
                 (theta[i] + a_k * g).clamp(p.min, p.max)
             })
             .collect();
-        Step { iteration: k, theta: theta.to_vec(), c, delta, score_plus, score_minus, next }
+        let tried = [1.0, -1.0]
+            .iter()
+            .zip([score_plus, score_minus])
+            .map(|(sign, score)| Tried {
+                params: (0..theta.len()).map(|i| self.params[i].clamp(theta[i] + sign * c[i] * delta[i])).collect(),
+                score,
+            })
+            .collect();
+        Step { iteration: k, theta: theta.to_vec(), c, delta, score_plus, score_minus, next, tried, cma: None }
     }
 
-    /// Which iteration cell `index` belongs to, and whether it is the `+` side.
-    pub fn cell(index: u32) -> (u32, bool) {
-        (index / 2, index.is_multiple_of(2))
+    /// Which iteration cell `index` belongs to.
+    pub fn iteration(&self, index: u32) -> u32 {
+        index / self.method.width()
+    }
+
+    /// The bots of iteration 0.
+    pub fn first_bots(&self, seed: u64) -> Result<Vec<String>, String> {
+        match self.method {
+            Method::Spsa => {
+                let start: Vec<f64> = self.params.iter().map(|p| p.start).collect();
+                Ok(self.perturbed(seed, 0, &start)?.into())
+            }
+            Method::Cmaes { .. } => self.bots_at(&self.points(seed, 0, &self.cma_start())),
+        }
+    }
+
+    /// The bot with each parameter at its value in `values`.
+    pub fn bot_at(&self, values: &[f64]) -> Result<String, String> {
+        let mut bot = self.bot.clone();
+        for (p, v) in self.params.iter().zip(values) {
+            bot = p.apply(&bot, *v)?;
+        }
+        Ok(bot)
+    }
+
+    fn bots_at(&self, points: &[Vec<f64>]) -> Result<Vec<String>, String> {
+        points.iter().map(|v| self.bot_at(v)).collect()
+    }
+
+    /// CMA-ES's state before its first iteration: the start, each parameter's spread `c`, in
+    /// coordinates where each range is `[0, 1]`.
+    pub fn cma_start(&self) -> Cma {
+        let Method::Cmaes { population } = self.method else { unreachable!("CMA-ES's state of an SPSA run") };
+        let mean = self.params.iter().map(|p| p.unit(p.start)).collect();
+        let spread: Vec<f64> = self.params.iter().map(|p| p.c / (p.max - p.min)).collect();
+        Cma::new(mean, &spread, population)
+    }
+
+    /// CMA-ES's points of iteration `k` drawn from `state`, in the parameters' units, each
+    /// repaired into its bounds (and rounded where whole) as the bots play them.
+    pub fn points(&self, seed: u64, k: u32, state: &Cma) -> Vec<Vec<f64>> {
+        state
+            .ask(engine::rng::derive(seed, 2_000_000 + k as u64))
+            .iter()
+            .map(|u| self.params.iter().zip(u).map(|(p, x)| p.played(p.min + x * (p.max - p.min))).collect())
+            .collect()
+    }
+
+    /// CMA-ES's step from iteration `k`'s scores, drawn from `state` (the state after the
+    /// iteration before): the state it leaves and what the run records.
+    pub fn cma_step(&self, seed: u64, k: u32, state: &Cma, scores: &[f64]) -> Step {
+        let points = self.points(seed, k, state);
+        let units: Vec<Vec<f64>> =
+            points.iter().map(|v| self.params.iter().zip(v).map(|(p, x)| p.unit(*x)).collect()).collect();
+        let next_state = state.tell(&units, scores);
+        let real = |u: &[f64]| -> Vec<f64> {
+            self.params.iter().zip(u).map(|(p, x)| p.clamp(p.min + x * (p.max - p.min))).collect()
+        };
+        let spread =
+            |s: &Cma| -> Vec<f64> { self.params.iter().zip(s.spread()).map(|(p, d)| d * (p.max - p.min)).collect() };
+        let best = scores.iter().copied().fold(f64::MIN, f64::max);
+        let worst = scores.iter().copied().fold(f64::MAX, f64::min);
+        Step {
+            iteration: k,
+            theta: real(&state.mean),
+            c: spread(state),
+            delta: Vec::new(),
+            score_plus: best,
+            score_minus: worst,
+            next: real(&next_state.mean),
+            tried: points.into_iter().zip(scores).map(|(params, &score)| Tried { params, score }).collect(),
+            cma: Some(next_state),
+        }
     }
 }
 
@@ -320,6 +471,34 @@ mod tests {
     }
 
     #[test]
+    fn a_cmaes_run_plays_its_population_each_iteration_and_steps_towards_the_better_points() {
+        let (s, t) = spec(&FILE.replace("games = 20", "games = 20\nmethod = \"cmaes\"")).unwrap();
+        assert_eq!(t.method, Method::Cmaes { population: 4 });
+        let cells = s.cells().unwrap();
+        assert_eq!(cells.len(), 12);
+        assert_eq!(cells.iter().filter(|c| !c.waits).count(), 4);
+        assert_eq!(
+            cells.iter().map(|c| t.iteration(c.index)).collect::<Vec<_>>(),
+            [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]
+        );
+        let start = t.cma_start();
+        let points = t.points(4, 0, &start);
+        // Drawn around the start with spread c = 0.3, repaired into [0, 2]: some at the bound.
+        assert!(points.iter().all(|p| (0.0..=2.0).contains(&p[0])), "{points:?}");
+        let bots: Vec<String> = cells[..4].iter().map(|c| c.bots.clone().unwrap()[0].clone()).collect();
+        assert_eq!(bots, points.iter().map(|p| t.bot_at(p).unwrap()).collect::<Vec<_>>());
+        // Points further up score better: the mean climbs.
+        let scores: Vec<f64> = points.iter().map(|p| 0.5 + 0.1 * p[0]).collect();
+        let step = t.cma_step(4, 0, &start, &scores);
+        assert_eq!(step.theta, [0.0]);
+        assert!(step.next[0] > 0.0, "{step:?}");
+        assert_eq!(step.tried.len(), 4);
+        assert_eq!(step.score_plus, scores.iter().copied().fold(f64::MIN, f64::max));
+        let again = t.points(4, 1, step.cma.as_ref().unwrap());
+        assert_eq!(again, t.points(4, 1, step.cma.as_ref().unwrap()), "drawn from the seed alone");
+    }
+
+    #[test]
     fn bad_tuning_files_name_their_field() {
         let field = |from: &str, to: &str| spec(&FILE.replace(from, to)).unwrap_err().field;
         assert_eq!(field("iterations = 3", "iterations = 0"), "tune.iterations");
@@ -330,6 +509,8 @@ mod tests {
         assert_eq!(field("[tune.params.leave_scale]", "[tune.params.temperature]"), "tune.params.temperature");
         assert_eq!(field("bot = \"static:leave_scale=0\"", "bot = \"nobot\""), "tune.bot");
         assert_eq!(field("iterations = 3", "iterations = 3\nmethod = \"cma\""), "tune.method");
+        assert_eq!(field("iterations = 3", "iterations = 3\npopulation = 6"), "tune.population");
+        assert_eq!(field("iterations = 3", "iterations = 3\nmethod = \"cmaes\"\npopulation = 1"), "tune.population");
         assert_eq!(field("max = 2.0", "max = 20.0"), "tune.params.leave_scale");
     }
 }
