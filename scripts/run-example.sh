@@ -8,9 +8,10 @@
 # BIN=target/debug uses the debug build (the engine is optimised there too) instead of
 # building a release one; PGURL names the Postgres (a database `lexhive_example` is remade);
 # SHOTS=DIR saves the finished experiment's page as DIR/showcase-NAME-1400.png and -400.png
-# (desktop and phone widths, headless Chromium: scripts/showcase.sh). HEAD_TO_HEAD=GAMES, for
-# a run that makes a leave table: the same pool then plays a match of that table's static bot
-# (static:leaves=SHA256) against the static bot with the shipped table.
+# (desktop and phone widths, headless Chromium: scripts/showcase.sh). HEAD_TO_HEAD=GAMES: the
+# same pool then plays the run's result against where it started: a leave table's static bot
+# (static:leaves=SHA256) against the static bot with the shipped table, or a tuning run's bot
+# at its final parameters against its reference.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EXAMPLE=${1:?usage: scripts/run-example.sh EXAMPLE.toml}
@@ -63,9 +64,21 @@ if [[ -n ${SHOTS:-} ]]; then
   echo "saved $SHOTS/showcase-$name-1400.png and -400.png"
 fi
 if [[ -n ${HEAD_TO_HEAD:-} ]]; then
-  OUT=$(curl -sf "$URL/api/v1/experiments/$ID" | python3 -c 'import json, sys; print(json.load(sys.stdin)["output_sha256"])')
-  printf '%s\n' "name = \"the run's table against the shipped one\"" 'kind = "match"' "games = $HEAD_TO_HEAD" 'seed = 2028' \
-    '[match]' "bot1 = \"static:leaves=$OUT\"" 'bot2 = "static"' >"$D/head-to-head.toml"
+  # The run's result as a bot: a leave table's static bot, or the tuned bot with its final
+  # parameters; against the shipped static bot, or the tuning run's reference.
+  curl -sf "$URL/api/v1/experiments/$ID" | python3 -c '
+import json, sys
+e = json.load(sys.stdin)
+if e.get("output_sha256"):
+    bots = ("static:leaves=" + e["output_sha256"], "static")
+else:
+    t = e["spec"]
+    name, _, rest = t["bot"].partition(":")
+    params = dict(p.split("=", 1) for p in rest.split(",") if p)
+    params.update({k: str(round(v, 6)) for k, v in e["tuning"]["params"].items()})
+    bots = (name + ":" + ",".join(k + "=" + v for k, v in params.items()), t["against"])
+print("name = \"the run'"'"'s result against the start\"\nkind = \"match\"\ngames = %s\nseed = 2028\n[match]\nbot1 = \"%s\"\nbot2 = \"%s\"" % (sys.argv[1], *bots))
+' "$HEAD_TO_HEAD" >"$D/head-to-head.toml"
   ID2=$("$BIN/worker" submit "$D/head-to-head.toml" --coordinator "$URL" --token "$TOKEN" | tail -1)
   start=$(date +%s)
   pool

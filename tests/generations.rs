@@ -124,12 +124,13 @@ async fn a_leave_table_run_fits_each_generation_as_the_local_command_does_and_su
 }
 
 /// A gated run from the shipped table: each new table plays the one the run holds under the
-/// run's SPRT and the run goes on with the better; each is rated against the table it started
-/// from; and a table the run made meets the shipped one in a plain match, by sha256.
+/// run's SPRT and the run goes on with the better, through a coordinator restart; each is rated
+/// against the table it started from; and a table the run made meets the shipped one in a
+/// plain match, by sha256.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gated_run_goes_on_with_the_better_table_and_its_tables_meet_others_by_sha256() -> Result<()> {
     let db = TestDb::create().await?;
-    let coord = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
+    let mut coord = Coordinator::start(&db.url, &["--batch-secs", "1"])?;
     let token = researcher_token(&db.url)?;
     let dir = Scratch::new("gates");
     let shipped = hex::encode(Sha256::digest(std::fs::read(repo().join("lexica/enable.klv2"))?));
@@ -145,7 +146,15 @@ async fn a_gated_run_goes_on_with_the_better_table_and_its_tables_meet_others_by
         .collect();
     assert_eq!(parts, ["play0", "play1", "rate0", "rate1", "first0", "first1", "gate0", "gate1"]);
 
+    // The coordinator restarts while the first gate plays; the run goes on where it was.
     let mut v = volunteer(&coord.url, "gates-volunteer", &dir.0.join("v"), &["--exit-when-idle", "--threads", "2"])?;
+    let exp = format!("{}/api/v1/experiments/{id}", coord.url);
+    let start = Instant::now();
+    while get_json(&exp).await?["generations"][0]["gate"]["against"].is_null() {
+        ensure!(start.elapsed() < Duration::from_secs(180), "no gate started in 3 minutes");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    coord.restart()?;
     let done = wait_for_status(&coord.url, id, &["finished", "failed"], Duration::from_secs(300)).await;
     let _ = v.wait();
     let done = done?;

@@ -87,8 +87,9 @@ pub enum BotSpec {
     /// match. Spelled as `inner`'s parameters plus `leaves=..`.
     OwnLeaves { inner: Box<BotSpec>, table: String },
     /// Highest static equity: score + `leave_scale` times the leave's value, with opening and
-    /// endgame adjustments (`leave_scale` 1 is the table's own weight; 0 plays for score alone).
-    Static { leave_scale: f64 },
+    /// endgame adjustments (`leave_scale` 1 is the table's own weight; 0 plays for score alone;
+    /// `vowel_penalty`, points per vowel beside a premium square on the opening move).
+    Static { leave_scale: f64, vowel_penalty: f64 },
     /// Samples moves with probability proportional to `exp(equity / t)` while the bag holds
     /// more than `bag` tiles; plays like `Static` after.
     Softmax { t: f64, bag: usize },
@@ -151,13 +152,18 @@ pub const SIM_PARAMS: &str = sim_params!();
 
 /// Every bot and its parameters, as `worker autoplay --help` and errors list them.
 pub const BOTS: &str = concat!(
-    "greedy, static:leave_scale=X, softmax:t=T,bag=N, ",
+    "greedy, static:leave_scale=X,vowel_penalty=P, softmax:t=T,bag=N, ",
     sim_params!(),
     ", cnn:model=PATH|SHA256,k=N|all; static and sim also take endgame=MS; all but greedy take leaves=PATH|SHA256 (a table of their own)"
 );
 
 /// Most weight `static:leave_scale` may put on the leave.
 pub const MAX_LEAVE_SCALE: f64 = 10.0;
+
+/// The static bot's opening vowel penalty, points (`static:vowel_penalty`).
+pub const VOWEL_PENALTY: f64 = OPENING_VOWEL_PENALTY as f64 / 1000.0;
+/// Most `static:vowel_penalty` may be.
+pub const MAX_VOWEL_PENALTY: f64 = 10.0;
 
 /// Candidates the CNN bot values when its spec does not say.
 pub const CNN_DEFAULT_K: usize = 20;
@@ -204,7 +210,7 @@ impl fmt::Display for Spelled {
 
 impl BotSpec {
     /// The static bot with the table's own leave weight.
-    pub const STATIC: BotSpec = BotSpec::Static { leave_scale: 1.0 };
+    pub const STATIC: BotSpec = BotSpec::Static { leave_scale: 1.0, vowel_penalty: VOWEL_PENALTY };
 
     pub fn parse(s: &str) -> Result<Self, crate::DataError> {
         Self::parse_spec(s).map_err(|m| crate::DataError::new("bot", m))
@@ -245,19 +251,21 @@ impl BotSpec {
                 None => Ok(BotSpec::Greedy),
             },
             "static" => {
-                let mut leave_scale = 1.0;
+                let (mut leave_scale, mut vowel_penalty) = (1.0, VOWEL_PENALTY);
+                let weight = |v: &str, what: &str, max: f64| {
+                    v.parse::<f64>()
+                        .ok()
+                        .filter(|x| (0.0..=max).contains(x))
+                        .ok_or_else(|| format!("bot `{s}`: {what} must be a number from 0 to {max}"))
+                };
                 for (k, v) in kv {
                     match k {
-                        "leave_scale" => {
-                            leave_scale =
-                                v.parse::<f64>().ok().filter(|x| (0.0..=MAX_LEAVE_SCALE).contains(x)).ok_or_else(
-                                    || format!("bot `{s}`: leave_scale must be a number from 0 to {MAX_LEAVE_SCALE}"),
-                                )?
-                        }
+                        "leave_scale" => leave_scale = weight(v, "leave_scale", MAX_LEAVE_SCALE)?,
+                        "vowel_penalty" => vowel_penalty = weight(v, "vowel_penalty", MAX_VOWEL_PENALTY)?,
                         k => return unknown(k),
                     }
                 }
-                Ok(BotSpec::Static { leave_scale })
+                Ok(BotSpec::Static { leave_scale, vowel_penalty })
             }
             "cnn" => {
                 let (mut model, mut k) = (None, Some(CNN_DEFAULT_K));
@@ -466,7 +474,9 @@ impl BotSpec {
                 Box::new(CnnBot { eval: StaticEval::new(leaves), net, k, encoder: None, frames: Vec::new() })
             }
             BotSpec::Greedy => Box::new(Greedy),
-            BotSpec::Static { leave_scale } => Box::new(StaticEval::scaled(leaves, leave_scale)),
+            BotSpec::Static { leave_scale, vowel_penalty } => Box::new(
+                StaticEval::scaled(leaves, leave_scale).with_vowel_penalty((vowel_penalty * 1000.0).round() as i32),
+            ),
             BotSpec::Softmax { t, bag } => Box::new(Softmax { eval: StaticEval::new(leaves), t, bag }),
             BotSpec::Sim { k, plies, iterations, stop, ms, ref infer, oracle, ref model } => {
                 let table = table
@@ -512,8 +522,16 @@ impl fmt::Display for BotSpec {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             BotSpec::Greedy => write!(f, "greedy"),
-            BotSpec::Static { leave_scale } if *leave_scale == 1.0 => write!(f, "static"),
-            BotSpec::Static { leave_scale } => write!(f, "static:leave_scale={leave_scale}"),
+            BotSpec::Static { leave_scale, vowel_penalty } => {
+                let mut spelled = Spelled { name: "static".into(), params: Vec::new() };
+                if *leave_scale != 1.0 {
+                    spelled.set("leave_scale", &leave_scale.to_string());
+                }
+                if *vowel_penalty != VOWEL_PENALTY {
+                    spelled.set("vowel_penalty", &vowel_penalty.to_string());
+                }
+                write!(f, "{spelled}")
+            }
             BotSpec::Softmax { t, bag } => write!(f, "softmax:t={t},bag={bag}"),
             BotSpec::Sim { k, plies, iterations, stop, ms, infer, oracle, model } => {
                 write!(f, "sim:k={k},plies={plies},iterations={iterations}")?;
@@ -811,7 +829,7 @@ mod tests {
     const EVERY_BOT: [&str; 12] = [
         "greedy",
         "static",
-        "static:leave_scale=0.25",
+        "static:leave_scale=0.25,vowel_penalty=1.5",
         "softmax:t=0.25,bag=20",
         "sim:k=3,plies=1,iterations=50,stop=98,ms=40",
         "sim:k=4,plies=2,iterations=64,infer=static,tau=0.5,infer_iters=20,infer_k=3,infer_plies=0,max_leaves=99,seq=1",
@@ -850,7 +868,14 @@ mod tests {
         assert_eq!(BotSpec::parse("static:leave_scale=1").unwrap(), BotSpec::STATIC);
         assert_eq!(BotSpec::parse("static:leave_scale=1.0").unwrap().to_string(), "static");
         assert_eq!(BotSpec::parse("static:leave_scale=0").unwrap().to_string(), "static:leave_scale=0");
-        for bad in ["static:leave_scale=-0.1", "static:leave_scale=11", "static:leave_scale=NaN", "static:scale=1"] {
+        assert_eq!(BotSpec::parse("static:vowel_penalty=0.7").unwrap(), BotSpec::STATIC);
+        for bad in [
+            "static:leave_scale=-0.1",
+            "static:leave_scale=11",
+            "static:leave_scale=NaN",
+            "static:scale=1",
+            "static:vowel_penalty=-1",
+        ] {
             assert!(BotSpec::parse(bad).is_err(), "{bad}");
         }
     }

@@ -36,6 +36,8 @@ pub struct StaticEval {
     leaves: Option<Arc<Klv>>,
     /// Weight on the table's leave values (1: as the table says).
     leave_scale: f64,
+    /// Opening penalty per vowel beside a premium square, millipoints.
+    vowel_penalty: i32,
 }
 
 impl StaticEval {
@@ -46,7 +48,12 @@ impl StaticEval {
     /// An evaluator that weighs the table's leave values by `leave_scale` (>= 0).
     pub fn scaled(leaves: Option<Arc<Klv>>, leave_scale: f64) -> Self {
         debug_assert!(leave_scale >= 0.0);
-        Self { leaves, leave_scale }
+        Self { leaves, leave_scale, vowel_penalty: OPENING_VOWEL_PENALTY }
+    }
+
+    /// The evaluator with another opening vowel penalty (millipoints per vowel).
+    pub fn with_vowel_penalty(self, millis: i32) -> Self {
+        Self { vowel_penalty: millis, ..self }
     }
 
     pub fn leaves(&self) -> Option<&Arc<Klv>> {
@@ -83,6 +90,6 @@ impl StaticEval {
     /// The `n` best moves for the player on turn by static equity, best first.
     pub fn best<'g>(&self, ctx: Ctx, game: &Game, mg: &'g mut Generator, n: usize) -> &'g [Move] {
         let leaves = self.rack_leaves(ctx, game);
-        mg.generate(ctx, &request(game, &leaves, OPENING_VOWEL_PENALTY), Mode::Best(n))
+        mg.generate(ctx, &request(game, &leaves, self.vowel_penalty), Mode::Best(n))
     }
 }

@@ -182,3 +182,24 @@ fn exchanges_need_seven_tiles_in_the_bag() {
     assert_ne!(mv.kind, Kind::Exchange);
     g.play(ctx(lex), &mv);
 }
+
+#[test]
+fn the_static_bots_vowel_penalty_moves_its_opening_plays_and_its_default_is_the_plain_bots() {
+    use engine::leaves::Klv;
+    use std::sync::Arc;
+    let klv =
+        Arc::new(Klv::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lexica/enable.klv2")).unwrap());
+    let opening = |spec: &str, deal: u64| {
+        let mut bot = BotSpec::parse(spec).unwrap().build(Some(klv.clone()), None).unwrap();
+        let game = engine::game::Game::new(dist(), deal);
+        bot.decide(ctx(enable()), &game, &mut engine::movegen::Generator::new(), &mut engine::rng::Rng::new(0))
+    };
+    let deals = 0..60u64;
+    let differ = deals.clone().filter(|&d| opening("static:vowel_penalty=0", d) != opening("static", d)).count();
+    // Without it, vowels go beside the double-letter squares wherever the score allows.
+    assert!(differ > 0, "{differ} of 60 openings differ");
+    assert!(
+        deals.clone().all(|d| opening("static:vowel_penalty=0.7", d) == opening("static", d)),
+        "0.7 is the default"
+    );
+}

@@ -200,7 +200,7 @@ async fn page(st: &AppState, d: &Detail, spec: &TuneSpec) -> Result<Html<String>
         (waits(d))
         h2 { "Parameters" }
         table #params {
-            tr { th { "parameter" } th { "start" } th { "bounds" } th { "perturbation c" } th { "now" } }
+            tr { th { "parameter" } th { "start" } th { "bounds" } th { (if spec.method == Method::Spsa { "perturbation c" } else { "first spread c" }) } th { "now" } }
             @for p in &spec.params {
                 tr {
                     td { code { (p.name) } } td { (p.spell(p.start)) } td { "[" (p.min) ", " (p.max) "]" } td { (p.c) }
