@@ -12,6 +12,11 @@
 //!
 //! The caller works in coordinates where each parameter's range is `[0, 1]`; points outside are
 //! repaired to the box by the caller and told as played.
+//!
+//! Why not a crate: the Rust ones (`cmaes`, `haru_cmaes`, `basin`) keep their state in nalgebra
+//! or ndarray types without serde and draw from `rand`'s thread RNG, so a run could neither be
+//! stored between batches nor replayed from its seed; and n is at most 20 here, which needs no
+//! linear-algebra library. This is a hundred lines of the tutorial's equations.
 
 use serde::{Deserialize, Serialize};
 
