@@ -18,7 +18,8 @@ pub fn play_game(ctx: Ctx, seated: [&mut dyn Player; 2], deal_seed: u64, mg: &mu
     let mut game = Game::new(ctx.dist, deal_seed);
     // Each seat's bot gets its own stream, the same in both legs for the same deal.
     let mut rngs = [Rng::new(derive(deal_seed, 1 << 32)), Rng::new(derive(deal_seed, 2 << 32))];
-    let mut micros = [0u64; 2];
+    // Summed unrounded: a move takes tens of microseconds, so rounding each would lose a percent.
+    let mut spent = [std::time::Duration::ZERO; 2];
     // A game ends after at most ~100 tiles played plus 6 scoreless turns per refill; the cap
     // only guards against a bot that never ends one.
     for _ in 0..1000 {
@@ -28,10 +29,10 @@ pub fn play_game(ctx: Ctx, seated: [&mut dyn Player; 2], deal_seed: u64, mg: &mu
         let s = game.on_turn;
         let clock = std::time::Instant::now();
         let mv = seated[s].decide(ctx, &game, mg, &mut rngs[s]);
-        micros[s] += clock.elapsed().as_micros() as u64;
+        spent[s] += clock.elapsed();
         game.play(ctx, &mv);
     }
-    (game, micros)
+    (game, spent.map(|d| d.as_micros() as u64))
 }
 
 /// Play leg `leg` (0: bot 0 first, 1: bot 1 first) of pair `pair`'s deal.

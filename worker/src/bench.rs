@@ -7,7 +7,7 @@ use engine::autoplay::play_leg;
 use engine::bots::BotSpec;
 use engine::eval::{OPENING_VOWEL_PENALTY, StaticEval};
 use engine::game::{Game, MIN_BAG_TO_EXCHANGE};
-use engine::gcg::{replay_deal, write_gcg};
+use engine::gcg::{replay_deal, write_csv, write_gcg};
 use engine::leaves::RackLeaves;
 use engine::movegen::{Generator, Mode, Request};
 use engine::tiles::BLANK;
@@ -214,6 +214,42 @@ pub fn run(a: Args) -> Result<()> {
         logs.len() as f64 / replayed,
         logs.len() as f64 / played,
         100.0 * replayed / played
+    ))?;
+
+    // Where self-play's time goes, one thread: the bots' choices (move generation and leave
+    // values), the game loop around them (racks, bag, scoring, the record), and the logs a
+    // volunteer writes of every game (GCG and CSV).
+    let bar = stage("where self-play's time goes");
+    let (mut playing, mut choosing, mut logging, mut turns) = (0.0, 0u64, 0.0, 0usize);
+    let games = a.games.min(1000);
+    for i in 0..games {
+        let start = Instant::now();
+        let rec = play_leg(ctx, &mut bots, a.seed + 1, i / 2, (i % 2) as usize, &mut mg);
+        playing += start.elapsed().as_secs_f64();
+        choosing += rec.micros.iter().sum::<u64>();
+        turns += rec.game.history.len();
+        let start = Instant::now();
+        std::hint::black_box((write_gcg(&rec.game, names, &data.dist), write_csv(&rec, names, &data.dist)));
+        logging += start.elapsed().as_secs_f64();
+    }
+    bar.finish_and_clear();
+    let search = choosing as f64 / 1e6;
+    let whole = playing + logging;
+    crate::emit(&format!(
+        concat!(
+            "where static self-play's time goes ({} games, {} turns, 1 thread): search {:.1}% ({:.1} us a turn: ",
+            "move generation and leave values), game loop {:.1}% ({:.1} us a turn: racks, bag, scoring, the ",
+            "record), logs {:.1}% (GCG and CSV, {:.0} us a game); {:.1} games/s with logs\n"
+        ),
+        games,
+        turns,
+        100.0 * search / whole,
+        1e6 * search / turns as f64,
+        100.0 * (playing - search) / whole,
+        1e6 * (playing - search) / turns as f64,
+        100.0 * logging / whole,
+        1e6 * logging / games as f64,
+        games as f64 / whole
     ))?;
 
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
