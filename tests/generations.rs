@@ -66,10 +66,7 @@ async fn a_leave_table_run_fits_each_generation_as_the_local_command_does_and_su
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     coord.restart()?;
-    let done = wait_for_status(&coord.url, id, &["finished", "failed"], Duration::from_secs(300)).await;
-    let _ = v.wait();
-    let done = done?;
-    assert_eq!(done["status"], "finished", "{done}");
+    let done = finished(&coord.url, id, &mut v, Duration::from_secs(300)).await?;
     assert_eq!(done["games"], TARGET, "{done}");
 
     // Each generation: in order, its games, a table downloadable by its sha256, the last the
@@ -155,10 +152,7 @@ async fn a_gated_run_goes_on_with_the_better_table_and_its_tables_meet_others_by
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     coord.restart()?;
-    let done = wait_for_status(&coord.url, id, &["finished", "failed"], Duration::from_secs(300)).await;
-    let _ = v.wait();
-    let done = done?;
-    assert_eq!(done["status"], "finished", "{done}");
+    let done = finished(&coord.url, id, &mut v, Duration::from_secs(300)).await?;
     let made = done["generations"].as_array().context("generations")?;
     assert_eq!(made.len(), 2, "{done}");
     let cells = done["cells"].as_array().context("cells")?;
@@ -200,14 +194,8 @@ async fn a_gated_run_goes_on_with_the_better_table_and_its_tables_meet_others_by
     assert!(why.contains("no leaves artifact with that sha256"), "{why}");
     let m = submit(&coord.url, &token, &experiment_file(&dir.0, "duel.toml", &duel))?;
     let mut v = volunteer(&coord.url, "gates-volunteer", &dir.0.join("v"), &["--exit-when-idle", "--threads", "2"])?;
-    let duel_done = wait_for_status(&coord.url, m, &["finished", "failed"], Duration::from_secs(120)).await;
-    let _ = v.wait();
-    let duel_done = duel_done?;
-    assert_eq!(
-        (duel_done["status"].as_str(), duel_done["games"].as_u64()),
-        (Some("finished"), Some(20)),
-        "{duel_done}"
-    );
+    let duel_done = finished(&coord.url, m, &mut v, Duration::from_secs(120)).await?;
+    assert_eq!(duel_done["games"], 20, "{duel_done}");
     // Fitted from 40 games against the table made from millions: the shipped table wins.
     assert!(duel_done["cells"][0]["win_rate"].as_f64().context("win rate")? < 0.5, "{duel_done}");
     drop(coord);

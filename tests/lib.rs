@@ -252,6 +252,23 @@ pub async fn wait_for_status(url: &str, id: uuid::Uuid, done: &[&str], timeout: 
     }
 }
 
+/// Wait for experiment `id` to end and its volunteer to exit; the experiment's JSON, which
+/// must say it finished.
+pub async fn finished(
+    url: &str,
+    id: uuid::Uuid,
+    volunteer: &mut Child,
+    timeout: Duration,
+) -> Result<serde_json::Value> {
+    let done = wait_for_status(url, id, &["finished", "failed"], timeout).await;
+    let _ = volunteer.wait();
+    let done = done?;
+    if done["status"] != "finished" {
+        bail!("experiment {id} ended {}: {done}", done["status"]);
+    }
+    Ok(done)
+}
+
 /// Write a small experiment file into `dir` and return its path.
 pub fn experiment_file(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);

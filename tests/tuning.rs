@@ -39,10 +39,7 @@ async fn an_spsa_run_steps_as_its_scores_say_through_a_restart() -> Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     coord.restart()?;
-    let done = wait_for_status(&coord.url, id, &["finished", "failed"], Duration::from_secs(300)).await;
-    let _ = v.wait();
-    let done = done?;
-    assert_eq!(done["status"], "finished", "{done}");
+    let done = finished(&coord.url, id, &mut v, Duration::from_secs(300)).await?;
 
     // Every step is SPSA's, from the parameters the step before left and the scores counted.
     let spec: ExperimentSpec = serde_json::from_value(done["spec"].clone())?;
@@ -97,10 +94,7 @@ async fn a_cmaes_run_plays_its_points_and_steps_as_their_scores_say() -> Result<
     let text = "name = \"cma leave_scale\"\nkind = \"tune\"\nseed = 8\n[tune]\nbot = \"static:leave_scale=0\"\nagainst = \"static:leave_scale=0\"\niterations = 2\ngames = 20\nmethod = \"cmaes\"\npopulation = 4\n[tune.params.leave_scale]\nstart = 0.2\nmin = 0.0\nmax = 2.0\nc = 0.4\n";
     let id = submit(&coord.url, &token, &experiment_file(&dir.0, "cma.toml", text))?;
     let mut v = volunteer(&coord.url, "cma-volunteer", &dir.0.join("v"), &["--exit-when-idle", "--threads", "2"])?;
-    let done = wait_for_status(&coord.url, id, &["finished", "failed"], Duration::from_secs(300)).await;
-    let _ = v.wait();
-    let done = done?;
-    assert_eq!(done["status"], "finished", "{done}");
+    let done = finished(&coord.url, id, &mut v, Duration::from_secs(300)).await?;
     let spec: ExperimentSpec = serde_json::from_value(done["spec"].clone())?;
     let ExperimentKind::Tune(t) = &spec.kind else { panic!("{spec:?}") };
     let steps: Vec<Step> = serde_json::from_value(done["tuning"]["history"].clone())?;

@@ -238,12 +238,7 @@ async fn fit(tx: &mut Tx<'_>, spec: &LeavesSpec, experiment: Uuid, cell: Uuid, g
     tracing::info!(%experiment, generation = g, %sha, games, observed, "leave table fitted");
     match (gate, held) {
         (Some(i), Some(held)) if held.sha256 != sha => {
-            sqlx::query("UPDATE generations SET gate_against = $3 WHERE experiment_id = $1 AND generation = $2")
-                .bind(experiment)
-                .bind(g as i32)
-                .bind(&held.sha256)
-                .execute(&mut **tx)
-                .await?;
+            record(tx, experiment, g, Record::GateAgainst, &held.sha256).await?;
             start(tx, experiment, i, Some(LeavesSpec::duel(&sha, &held.sha256)), duel_inputs(&made, &held)).await?;
             Ok(format!("{said}; its gate against the table the run holds starts"))
         }
@@ -317,15 +312,28 @@ async fn generation_table(tx: &mut Tx<'_>, experiment: Uuid, g: u32, column: &st
     Ok(ArtifactRef { role: "leaves".into(), name, sha256, size: size as u64 })
 }
 
+/// What a generation's gate and its outcome add to its row.
+enum Record {
+    GateAgainst,
+    GateVerdict,
+    Kept,
+}
+
+/// Record `value` in generation `g`'s row (one fixed statement per column).
+async fn record(tx: &mut Tx<'_>, experiment: Uuid, g: u32, what: Record, value: &str) -> Result<()> {
+    let sql = match what {
+        Record::GateAgainst => "UPDATE generations SET gate_against = $3 WHERE experiment_id = $1 AND generation = $2",
+        Record::GateVerdict => "UPDATE generations SET gate_verdict = $3 WHERE experiment_id = $1 AND generation = $2",
+        Record::Kept => "UPDATE generations SET kept = $3 WHERE experiment_id = $1 AND generation = $2",
+    };
+    sqlx::query(sql).bind(experiment).bind(g as i32).bind(value).execute(&mut **tx).await?;
+    Ok(())
+}
+
 /// Generation `g` ends holding `kept`: the next generation's self-play plays with it, and the
 /// last generation's is the run's result.
 async fn keep(tx: &mut Tx<'_>, spec: &LeavesSpec, experiment: Uuid, g: u32, kept: &ArtifactRef) -> Result<()> {
-    sqlx::query("UPDATE generations SET kept = $3 WHERE experiment_id = $1 AND generation = $2")
-        .bind(experiment)
-        .bind(g as i32)
-        .bind(&kept.sha256)
-        .execute(&mut **tx)
-        .await?;
+    record(tx, experiment, g, Record::Kept, &kept.sha256).await?;
     match spec.index(Part::Play(g + 1)) {
         Some(i) => start(tx, experiment, i, None, vec![ArtifactRef { role: "leaves".into(), ..kept.clone() }]).await,
         None => {
@@ -374,12 +382,7 @@ async fn judge_gate(tx: &mut Tx<'_>, spec: &LeavesSpec, experiment: Uuid, cell: 
     };
     let verdict =
         format!("{why}: the run {}", if keep_new { "goes on with the new table" } else { "keeps the table it held" });
-    sqlx::query("UPDATE generations SET gate_verdict = $3 WHERE experiment_id = $1 AND generation = $2")
-        .bind(experiment)
-        .bind(g as i32)
-        .bind(&verdict)
-        .execute(&mut **tx)
-        .await?;
+    record(tx, experiment, g, Record::GateVerdict, &verdict).await?;
     let kept = match keep_new {
         true => new,
         false => {
