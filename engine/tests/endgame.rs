@@ -418,3 +418,23 @@ fn depth_limited_values_are_those_of_plain_negamax_with_the_same_horizon() {
     }
     assert!(checked >= 60, "{checked}");
 }
+
+#[test]
+fn the_table_is_sized_to_the_endgames_it_meets_and_keeps_what_it_learned() {
+    let ctx = common::ctx(common::enable());
+    let solver = Solver::new(32 << 20);
+    let small = &small_endgames(ctx, 1, 3, 7)[0];
+    let big = &small_endgames(ctx, 1, 8, 7)[0];
+    let first = solve(ctx, &solver, small, 1, false);
+    assert!(solver.table_bytes() <= 1 << 20, "{} bytes for {} tiles", solver.table_bytes(), 3);
+    // The same position again: the table it was solved with still answers it.
+    let again = solve(ctx, &solver, small, 1, false);
+    assert_eq!((again.value, again.pv.clone()), (first.value, first.pv.clone()));
+    assert!(again.nodes <= first.nodes, "{} nodes, then {}", first.nodes, again.nodes);
+    let b = solve(ctx, &solver, big, 1, false);
+    assert_eq!(solver.table_bytes(), 32 << 20, "eight tiles get the limit");
+    // A small endgame after a big one keeps the big table; values are the same.
+    assert_eq!(solve(ctx, &solver, small, 1, false).value, first.value);
+    assert_eq!(solver.table_bytes(), 32 << 20);
+    assert_eq!(solve(ctx, &Solver::new(32 << 20), big, 1, false).value, b.value);
+}

@@ -30,8 +30,9 @@ pub struct Args {
     /// Also list the exact values of this many first moves.
     #[arg(long, default_value_t = 0)]
     moves: usize,
-    /// Transposition table size in MiB; each search thread's play memo grows to about as much
-    /// at most (96 MiB at least).
+    /// Most MiB the transposition table takes (each solve gets one sized to its tiles, up to
+    /// this: 1 MiB at three tiles, all of it from seven); each search thread's play memo grows
+    /// to about as much at most (96 MiB at least).
     #[arg(long, default_value_t = 256)]
     table_mb: usize,
 }
@@ -100,12 +101,12 @@ pub fn run(a: Args) -> Result<()> {
         out += &format!("move: {:<20} {v:+}\n", mv.notation(ctx.dist, |r, c| game.board.at(r, c)));
     }
     out += &format!(
-        "depth: {}  nodes: {}  nodes/s: {:.0}  time: {secs:.3}s  threads: {}  table: {} MiB\n",
+        "depth: {}  nodes: {}  nodes/s: {:.0}  time: {secs:.3}s  threads: {}  table: {} KiB\n",
         sol.depth,
         sol.nodes,
         sol.nodes as f64 / secs.max(1e-9),
         a.threads,
-        solver.table_bytes() >> 20
+        solver.table_bytes() >> 10
     );
     crate::emit(&out)
 }
@@ -166,8 +167,9 @@ pub struct PegArgs {
     /// Seconds per endgame before answering from the last complete depth.
     #[arg(long)]
     time: Option<f64>,
-    /// Transposition table size in MiB; each search thread's play memo grows to about as much
-    /// at most (96 MiB at least).
+    /// Most MiB the transposition table takes (each solve gets one sized to its tiles, up to
+    /// this: 1 MiB at three tiles, all of it from seven); each search thread's play memo grows
+    /// to about as much at most (96 MiB at least).
     #[arg(long, default_value_t = 256)]
     table_mb: usize,
     /// Leave table (`.klv2`; default: the shipped table), to pick the candidates.
@@ -258,8 +260,9 @@ pub struct BenchArgs {
     /// Thread counts to compare, comma-separated.
     #[arg(long, default_value = "1,2", value_delimiter = ',')]
     threads: Vec<usize>,
-    /// Transposition table size in MiB (cleared before every solve); each search thread's play
-    /// memo grows to about as much at most (96 MiB at least).
+    /// Most MiB the transposition table takes (sized to each solve's tiles, up to this; cleared
+    /// before every solve); each search thread's play memo grows to about as much at most
+    /// (96 MiB at least).
     #[arg(long, default_value_t = 256)]
     table_mb: usize,
 }
@@ -341,7 +344,7 @@ pub fn run_bench(a: BenchArgs) -> Result<()> {
     out += &format!(
         "plies: {}  table: {} MiB  (~: not solved to the end)\n",
         a.plies.map_or("until solved".to_string(), |p| p.to_string()),
-        solver.table_bytes() >> 20
+        solver.table_bytes() >> 10
     );
     crate::emit(&out)
 }

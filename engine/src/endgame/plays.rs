@@ -285,8 +285,10 @@ impl Plays {
     /// A memo of at most about `bytes` (its index and its plays; at least its first size).
     pub fn new(bytes: usize) -> Self {
         let per_slot = std::mem::size_of::<(u64, Lane)>() + PLAYS_PER_SLOT * std::mem::size_of::<Move>();
+        // A small table's search starts a small index too (it touches few of its pages).
+        let first = FIRST_SLOTS.min(1 << (bytes / per_slot).max(1024).ilog2());
         let fit = (bytes / per_slot).max(FIRST_SLOTS);
-        Self::sized(FIRST_SLOTS, 1 << fit.ilog2())
+        Self::sized(first, 1 << fit.ilog2())
     }
 
     /// A memo whose index starts at `first_slots` and doubles up to `max_slots` (powers of two).

@@ -72,12 +72,18 @@ pub const ENTRY_BYTES: usize = 16;
 impl Table {
     /// The largest power-of-two table that fits in `bytes` (at least 1,024 entries).
     pub fn with_bytes(bytes: usize) -> Self {
+        let n = Self::entries_in(bytes);
+        // SAFETY: zero is a valid AtomicU64 (and an empty slot).
+        Self { slots: unsafe { Zeroed::new(2 * n) }, mask: n - 1 }
+    }
+
+    /// The entries of the table `with_bytes(bytes)` makes.
+    pub fn entries_in(bytes: usize) -> usize {
         let mut n = 1024usize;
         while n.checked_mul(2 * ENTRY_BYTES).is_some_and(|b| b <= bytes) {
             n *= 2;
         }
-        // SAFETY: zero is a valid AtomicU64 (and an empty slot).
-        Self { slots: unsafe { Zeroed::new(2 * n) }, mask: n - 1 }
+        n
     }
 
     pub fn entries(&self) -> usize {
