@@ -100,7 +100,7 @@ async fn a_cmaes_run_plays_its_points_and_steps_as_their_scores_say() -> Result<
     let steps: Vec<Step> = serde_json::from_value(done["tuning"]["history"].clone())?;
     let cells = done["cells"].as_array().context("cells")?;
     assert_eq!((steps.len(), cells.len()), (2, 8), "{done}");
-    let mut state = t.cma_start();
+    let mut state = t.cma_start(4);
     for (k, step) in steps.iter().enumerate() {
         let mine = &cells[4 * k..4 * k + 4];
         let points = t.points(spec.seed, k as u32, &state);

@@ -224,14 +224,14 @@ async fn fit(tx: &mut Tx<'_>, spec: &LeavesSpec, experiment: Uuid, cell: Uuid, g
     let first = match (spec.start, g) {
         (Start::Table, _) => Some(start_table(&artifacts)?),
         (Start::None, 0) => None,
-        (Start::None, _) => Some(generation_table(tx, experiment, 0, "artifact").await?),
+        (Start::None, _) => Some(generation_table(tx, experiment, 0, Which::Made).await?),
     };
     if let (Some(i), Some(first)) = (spec.index(Part::First(g)), first) {
         start(tx, experiment, i, Some(LeavesSpec::duel(&sha, &first.sha256)), duel_inputs(&made, &first)).await?;
     }
     let held = match g {
         0 => (spec.start == Start::Table).then(|| start_table(&artifacts)).transpose()?,
-        _ => Some(generation_table(tx, experiment, g - 1, "kept").await?),
+        _ => Some(generation_table(tx, experiment, g - 1, Which::Kept).await?),
     };
     let gate = spec.index(Part::Gate(g));
     let said = format!("generation {g}'s table is artifact {sha} ({observed} kept leaves from {games} games)");
@@ -294,21 +294,30 @@ fn start_table(artifacts: &[ArtifactRef]) -> Result<ArtifactRef> {
         .ok_or_else(|| Error::internal("a leaves run from a table has no leaves artifact"))
 }
 
-/// Generation `g`'s table: the one it made (`column` "artifact"), or the one the run held
-/// after it ("kept").
-async fn generation_table(tx: &mut Tx<'_>, experiment: Uuid, g: u32, column: &str) -> Result<ArtifactRef> {
-    let sql = match column {
-        "artifact" => {
-            "SELECT a.sha256, a.name, a.size FROM generations g JOIN artifacts a ON a.sha256 = g.artifact WHERE g.experiment_id = $1 AND g.generation = $2"
-        }
-        _ => {
-            "SELECT a.sha256, a.name, a.size FROM generations g JOIN artifacts a ON a.sha256 = g.kept WHERE g.experiment_id = $1 AND g.generation = $2"
-        }
+/// Which of a generation's tables.
+#[derive(Clone, Copy, Debug)]
+enum Which {
+    /// The one it fitted.
+    Made,
+    /// The one the run held after it.
+    Kept,
+}
+
+/// Generation `g`'s table, made or kept.
+async fn generation_table(tx: &mut Tx<'_>, experiment: Uuid, g: u32, which: Which) -> Result<ArtifactRef> {
+    let sql = match which {
+        Which::Made => "SELECT artifact FROM generations WHERE experiment_id = $1 AND generation = $2",
+        Which::Kept => "SELECT kept FROM generations WHERE experiment_id = $1 AND generation = $2",
     };
-    let row: Option<(String, String, i64)> =
-        sqlx::query_as(sql).bind(experiment).bind(g as i32).fetch_optional(&mut **tx).await?;
-    let (sha256, name, size) =
-        row.ok_or_else(|| Error::internal(format!("generation {g} of a leaves run has no {column} table")))?;
+    let (sha,): (Option<String>,) = sqlx::query_as(sql).bind(experiment).bind(g as i32).fetch_one(&mut **tx).await?;
+    let sha = sha.ok_or_else(|| Error::internal(format!("generation {g} of a leaves run has no {which:?} table")))?;
+    table_ref(tx, sha).await
+}
+
+/// A stored leave table, as batches name it.
+async fn table_ref(tx: &mut Tx<'_>, sha256: String) -> Result<ArtifactRef> {
+    let (name, size): (String, i64) =
+        sqlx::query_as("SELECT name, size FROM artifacts WHERE sha256 = $1").bind(&sha256).fetch_one(&mut **tx).await?;
     Ok(ArtifactRef { role: "leaves".into(), name, sha256, size: size as u64 })
 }
 
@@ -353,8 +362,8 @@ async fn judge_gate(tx: &mut Tx<'_>, spec: &LeavesSpec, experiment: Uuid, cell: 
     let gate = spec.gate.ok_or_else(|| Error::internal("a gate cell of an ungated run"))?;
     let (Db(tally),): (Db<MatchTally>,) =
         sqlx::query_as("SELECT tally FROM cells WHERE id = $1").bind(cell).fetch_one(&mut **tx).await?;
-    let (kept,): (Option<String>,) =
-        sqlx::query_as("SELECT kept FROM generations WHERE experiment_id = $1 AND generation = $2")
+    let (kept, against): (Option<String>, Option<String>) =
+        sqlx::query_as("SELECT kept, gate_against FROM generations WHERE experiment_id = $1 AND generation = $2")
             .bind(experiment)
             .bind(g as i32)
             .fetch_one(&mut **tx)
@@ -362,13 +371,6 @@ async fn judge_gate(tx: &mut Tx<'_>, spec: &LeavesSpec, experiment: Uuid, cell: 
     if kept.is_some() {
         return Ok(format!("generation {g}'s gate was judged before; its verdict stays"));
     }
-    let new = generation_table(tx, experiment, g, "artifact").await?;
-    let (against,): (Option<String>,) =
-        sqlx::query_as("SELECT gate_against FROM generations WHERE experiment_id = $1 AND generation = $2")
-            .bind(experiment)
-            .bind(g as i32)
-            .fetch_one(&mut **tx)
-            .await?;
     let against = against.ok_or_else(|| Error::internal(format!("generation {g}'s gate names no table")))?;
     let decision = gate.sprt.decide(&tally);
     let rate = tally.win_rate().unwrap_or(0.5);
@@ -384,14 +386,8 @@ async fn judge_gate(tx: &mut Tx<'_>, spec: &LeavesSpec, experiment: Uuid, cell: 
         format!("{why}: the run {}", if keep_new { "goes on with the new table" } else { "keeps the table it held" });
     record(tx, experiment, g, Record::GateVerdict, &verdict).await?;
     let kept = match keep_new {
-        true => new,
-        false => {
-            let (name, size): (String, i64) = sqlx::query_as("SELECT name, size FROM artifacts WHERE sha256 = $1")
-                .bind(&against)
-                .fetch_one(&mut **tx)
-                .await?;
-            ArtifactRef { role: "leaves".into(), name, sha256: against, size: size as u64 }
-        }
+        true => generation_table(tx, experiment, g, Which::Made).await?,
+        false => table_ref(tx, against).await?,
     };
     keep(tx, spec, experiment, g, &kept).await?;
     tracing::info!(%experiment, generation = g, kept = %kept.sha256, %verdict, "gate judged");

@@ -124,10 +124,10 @@ async fn step(tx: &mut Tx<'_>, spec: &TuneSpec, experiment: Uuid, cell: Uuid, k:
             let theta = before.map_or_else(|| spec.params.iter().map(|p| p.start).collect(), |b| b.next);
             spec.step(e.seed, k, &theta, scores[0], scores[1])
         }
-        Method::Cmaes { .. } => {
+        Method::Cmaes { population } => {
             let state = match before {
                 Some(b) => b.cma.ok_or_else(|| Error::internal(format!("iteration {} kept no CMA-ES state", k - 1)))?,
-                None => spec.cma_start(),
+                None => spec.cma_start(population),
             };
             spec.cma_step(e.seed, k, &state, &scores)
         }

@@ -110,7 +110,8 @@
 //! time limit. `stuck` names the rack tiles no play can place (the target class of endgames is
 //! without them). `tt` is the lockless table (two atomics per entry, `key ^ data` and `data`: a
 //! torn read is a miss); `peg` the one-tile-in-the-bag pre-endgame; `sets` seeded endgame positions
-//! from self-play. The table and the memo's index are `memory::Zeroed` arrays.
+//! from self-play. The table and the memo's index are `memory::Zeroed` arrays; a solve's table is
+//! sized to its tiles, so that a small endgame touches few pages (`Solver::table_for`).
 
 pub mod peg;
 mod plays;

@@ -361,7 +361,7 @@ impl TuneSpec {
                 let start: Vec<f64> = self.params.iter().map(|p| p.start).collect();
                 Ok(self.perturbed(seed, 0, &start)?.into())
             }
-            Method::Cmaes { .. } => self.bots_at(&self.points(seed, 0, &self.cma_start())),
+            Method::Cmaes { population } => self.bots_at(&self.points(seed, 0, &self.cma_start(population))),
         }
     }
 
@@ -378,10 +378,9 @@ impl TuneSpec {
         points.iter().map(|v| self.bot_at(v)).collect()
     }
 
-    /// CMA-ES's state before its first iteration: the start, each parameter's spread `c`, in
-    /// coordinates where each range is `[0, 1]`.
-    pub fn cma_start(&self) -> Cma {
-        let Method::Cmaes { population } = self.method else { unreachable!("CMA-ES's state of an SPSA run") };
+    /// CMA-ES's state before its first iteration, drawing `population` points: the start, each
+    /// parameter's spread `c`, in coordinates where each range is `[0, 1]`.
+    pub fn cma_start(&self, population: u32) -> Cma {
         let mean = self.params.iter().map(|p| p.unit(p.start)).collect();
         let spread: Vec<f64> = self.params.iter().map(|p| p.c / (p.max - p.min)).collect();
         Cma::new(mean, &spread, population)
@@ -481,7 +480,7 @@ mod tests {
             cells.iter().map(|c| t.iteration(c.index)).collect::<Vec<_>>(),
             [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]
         );
-        let start = t.cma_start();
+        let start = t.cma_start(4);
         let points = t.points(4, 0, &start);
         // Drawn around the start with spread c = 0.3, repaired into [0, 2]: some at the bound.
         assert!(points.iter().all(|p| (0.0..=2.0).contains(&p[0])), "{points:?}");
